@@ -1,0 +1,109 @@
+"""Command line.
+
+    python -m residual_lib train --variant attn_only --profile cpu --seed 1337 [--eval-mode fixed|random]
+                                 [--gain 2.0] [--out DIR] [--max-iters N] [--device auto|cpu|cuda]
+    python -m residual_lib summary [DIR] [--profile cpu]
+
+``train`` prints the record's path as its last line (reusing an existing record with
+the same key unless ``--force``). Bad input ends with one line on stderr naming the
+fix and exit status 2; nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .data import DataError
+from .model import VARIANTS
+from .profiles import PROFILES, ProfileError, get_profile
+from .train import EVAL_MODES, RunError, check_run, resolve_device, run
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2 (argparse prints usage as well)
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m residual_lib", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    t = sub.add_parser("train", help="train one run (or reuse its record) and print the record's path")
+    t.add_argument("--variant", required=True, help=f"one of {', '.join(VARIANTS)}")
+    t.add_argument("--profile", default="cpu", help=f"one of {', '.join(PROFILES)} (default cpu)")
+    t.add_argument("--seed", type=int, default=1337)
+    t.add_argument("--eval-mode", default="fixed", help="fixed (batches seeded 99,991) or random (nanoGPT-style)")
+    t.add_argument("--gain", type=float, default=1.0, help="runtime gain on every sublayer output (default 1.0)")
+    t.add_argument("--out", default="results", help="results directory (default results/)")
+    t.add_argument("--max-iters", type=int, default=None, help="override the profile's step count")
+    t.add_argument("--device", default="auto", help="auto, cpu or cuda (default auto)")
+    t.add_argument("--nondeterministic", action="store_true", help="allow non-deterministic kernels")
+    t.add_argument("--replicate", type=int, default=0, help="repeat index, to rerun an identical configuration")
+    t.add_argument("--data-dir", default=None, help="folder with tinyshakespeare/input.txt (default $RESIDUAL_DATA_DIR or download)")
+    t.add_argument("--force", action="store_true", help="retrain even if the record exists")
+    t.add_argument("--quiet", action="store_true", help="no progress output")
+
+    s = sub.add_parser("summary", help="table of final validation losses per variant")
+    s.add_argument("results", nargs="?", default="results", help="results directory (default results/)")
+    s.add_argument("--profile", default=None, help="only this profile")
+    return parser
+
+
+def _train(args) -> int:
+    profile = get_profile(args.profile, max_iters=args.max_iters)
+    check_run(args.variant, args.eval_mode, args.gain)
+    if args.replicate < 0:
+        raise RunError(f"replicate must be >= 0, got {args.replicate}: pass --replicate 0 or more")
+    device = resolve_device(args.device)
+    path, trained = run(
+        profile, args.variant, args.seed, eval_mode=args.eval_mode, gain=args.gain,
+        deterministic=not args.nondeterministic, replicate=args.replicate, results_dir=args.out,
+        force=args.force, device=device, data_dir=args.data_dir, progress=False if args.quiet else None,
+    )
+    from .records import read_record
+
+    rec = read_record(path)
+    how = (f"{rec['steps']} steps in {rec['wall_seconds']:.1f}s, {rec['tokens_per_second']:,.0f} tokens/s"
+           if trained else "cached record")
+    print(f"{rec['variant']} seed {rec['seed']} ({rec['profile']}, {rec['eval_mode']}): final val "
+          f"{rec['final_val_loss']:.4f}, best {rec['best_val_loss']:.4f}, unigram floor "
+          f"{rec['unigram_floor']:.4f}; {how}")
+    print(path)
+    return 0
+
+
+def _summary(args) -> int:
+    import pandas as pd
+
+    from .records import load_records, summarize
+
+    frame = load_records(args.results)
+    if args.profile:
+        frame = frame[frame.profile == args.profile]
+    if frame.empty:
+        raise RunError(f"no run records under {args.results}: train some first (python -m residual_lib train ...)")
+    table = summarize(frame)
+    floors = frame.groupby(["profile", "variant"])["unigram_floor"].first().reset_index()
+    table = table.merge(floors, on=["profile", "variant"])
+    table["variant"] = pd.Categorical(table["variant"], [v for v in VARIANTS if v in set(table["variant"])])
+    table = table.sort_values(["profile", "variant"]).rename(columns={"count": "runs"})
+    with pd.option_context("display.float_format", "{:.4f}".format, "display.width", 120):
+        print(table.to_string(index=False))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _build_parser().parse_args(argv)
+    try:
+        return {"train": _train, "summary": _summary}[args.command](args)
+    except (RunError, ProfileError, DataError) as exc:
+        print(f"python -m residual_lib: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("python -m residual_lib: interrupted; finished records are kept, rerun to continue", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

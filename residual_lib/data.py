@@ -1,0 +1,310 @@
+"""Corpora, batches and the unigram floor.
+
+Three corpora, all held as 1-D integer token arrays split into train and val:
+
+* ``shakespeare_char`` -- TinyShakespeare, one token per character (65 symbols),
+  the first 90% of the text for training (1,003,854 characters), the rest for
+  validation (111,540): nanoGPT's ``shakespeare_char``.
+* ``shakespeare_gpt2`` -- the same text split the same way, each part encoded with
+  tiktoken's ``gpt2`` BPE (301,966 / 36,059 tokens): nanoGPT's ``shakespeare``.
+* ``openwebtext`` -- the first ``num_docs`` documents of OpenWebText (the paper:
+  100,000), GPT-2 BPE with an end-of-text token after each document, written
+  once to uint16 memmaps by :func:`prepare_openwebtext`.
+
+Where files come from: a data directory given as an argument or by the
+``RESIDUAL_DATA_DIR`` environment variable (expected layout:
+``tinyshakespeare/input.txt``, optionally ``tiktoken/`` as a tiktoken cache),
+otherwise a download into the cache directory (``RESIDUAL_CACHE_DIR``, default
+``~/.cache/residual_lib``). Derived files are only ever written to the cache
+directory, never into the data directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+SHAKESPEARE_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
+SHAKESPEARE_SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
+OPENWEBTEXT_SOURCE = "Skylion007/openwebtext"
+FIXED_VAL_SEED = 99_991  # the paper's seed for the fixed validation batches
+CORPORA = ("shakespeare_char", "shakespeare_gpt2", "openwebtext")
+
+
+class DataError(RuntimeError):
+    """A corpus cannot be found or made; the message says how to fix it."""
+
+
+# --------------------------------------------------------------------------- locations
+
+
+def data_dir(path: str | os.PathLike | None = None) -> Path | None:
+    """The read-only data directory: ``path``, else ``$RESIDUAL_DATA_DIR``, else None."""
+    path = path or os.environ.get("RESIDUAL_DATA_DIR")
+    return Path(path).expanduser() if path else None
+
+
+def cache_dir() -> Path:
+    """Where downloads and derived files go: ``$RESIDUAL_CACHE_DIR`` or ``~/.cache/residual_lib``."""
+    return Path(os.environ.get("RESIDUAL_CACHE_DIR") or Path.home() / ".cache" / "residual_lib").expanduser()
+
+
+def atomic_write_bytes(path: Path, payload: bytes) -> None:
+    """Write ``payload`` to a temporary file beside ``path`` and rename it into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(payload)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def shakespeare_path(directory: str | os.PathLike | None = None) -> Path:
+    """The TinyShakespeare text file, downloading it when no data directory is set."""
+    root = data_dir(directory)
+    if root is not None:
+        path = root / "tinyshakespeare" / "input.txt"
+        if not path.is_file():
+            raise DataError(
+                f"TinyShakespeare not found at {path}: point RESIDUAL_DATA_DIR (or --data-dir) "
+                "at a folder holding tinyshakespeare/input.txt, or unset it to download"
+            )
+        return path
+    path = cache_dir() / "tinyshakespeare" / "input.txt"
+    if not path.is_file():
+        try:
+            with urllib.request.urlopen(SHAKESPEARE_URL, timeout=30) as response:
+                payload = response.read()
+        except OSError as exc:
+            raise DataError(
+                f"cannot download TinyShakespeare ({exc.__class__.__name__}): go online, or set "
+                "RESIDUAL_DATA_DIR to a folder holding tinyshakespeare/input.txt"
+            ) from None
+        digest = hashlib.sha256(payload).hexdigest()
+        if digest != SHAKESPEARE_SHA256:
+            raise DataError(f"downloaded TinyShakespeare has sha256 {digest}, expected {SHAKESPEARE_SHA256}: retry")
+        atomic_write_bytes(path, payload)
+    return path
+
+
+def _use_local_tiktoken_cache(directory: str | os.PathLike | None = None) -> None:
+    root = data_dir(directory)
+    if root is not None and (root / "tiktoken").is_dir() and "TIKTOKEN_CACHE_DIR" not in os.environ:
+        os.environ["TIKTOKEN_CACHE_DIR"] = str(root / "tiktoken")
+
+
+def gpt2_encoding(directory: str | os.PathLike | None = None):
+    """tiktoken's ``gpt2`` encoding (the data directory's ``tiktoken/`` cache is used when present)."""
+    import tiktoken
+
+    _use_local_tiktoken_cache(directory)
+    try:
+        return tiktoken.get_encoding("gpt2")
+    except Exception as exc:  # tiktoken raises requests' errors when offline
+        raise DataError(
+            f"cannot load tiktoken's gpt2 encoding ({exc.__class__.__name__}): go online, or set "
+            "TIKTOKEN_CACHE_DIR to a folder holding its cached files"
+        ) from None
+
+
+# --------------------------------------------------------------------------- corpora
+
+
+@dataclass
+class Corpus:
+    name: str
+    train: np.ndarray
+    val: np.ndarray
+    vocab_size: int
+    decode: Callable[[list[int]], str] = field(repr=False)
+    #: Add-k smoothing for :meth:`unigram_floor`: 0 for characters (every symbol occurs
+    #: in training), 1 for BPE corpora, whose validation text holds tokens that training
+    #: never shows (without smoothing their floor would be infinite).
+    floor_smoothing: float = 0.0
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        return {"train": len(self.train), "val": len(self.val)}
+
+    def unigram_floor(self) -> float:
+        return unigram_floor(self.train, self.val, self.vocab_size, self.floor_smoothing)
+
+
+def _char_corpus(directory) -> Corpus:
+    text = shakespeare_path(directory).read_text(encoding="utf-8")
+    chars = sorted(set(text))
+    table = np.zeros(max(map(ord, chars)) + 1, dtype=np.uint16)
+    table[[ord(c) for c in chars]] = np.arange(len(chars))
+    tokens = table[np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)]
+    n = int(0.9 * len(tokens))
+    return Corpus("shakespeare_char", tokens[:n], tokens[n:], len(chars), lambda ids: "".join(chars[i] for i in ids))
+
+
+def _gpt2_shakespeare(directory) -> Corpus:
+    text = shakespeare_path(directory).read_text(encoding="utf-8")
+    enc = gpt2_encoding(directory)
+    n = int(0.9 * len(text))
+    train = np.array(enc.encode_ordinary(text[:n]), dtype=np.uint16)
+    val = np.array(enc.encode_ordinary(text[n:]), dtype=np.uint16)
+    return Corpus("shakespeare_gpt2", train, val, enc.n_vocab, enc.decode, floor_smoothing=1.0)
+
+
+def _openwebtext(directory) -> Corpus:
+    root = cache_dir() / "openwebtext"
+    if not (root / "train.bin").is_file():
+        prepare_openwebtext(root, directory=directory)
+    enc = gpt2_encoding(directory)
+    train = np.memmap(root / "train.bin", dtype=np.uint16, mode="r")
+    val = np.memmap(root / "val.bin", dtype=np.uint16, mode="r")
+    return Corpus("openwebtext", train, val, enc.n_vocab, enc.decode, floor_smoothing=1.0)
+
+
+def load_corpus(name: str, directory: str | os.PathLike | None = None) -> Corpus:
+    loaders = {"shakespeare_char": _char_corpus, "shakespeare_gpt2": _gpt2_shakespeare, "openwebtext": _openwebtext}
+    if name not in loaders:
+        raise DataError(f"unknown corpus {name!r}: choose one of {', '.join(CORPORA)}")
+    return loaders[name](directory)
+
+
+def _read_documents(source: str, num_docs: int):
+    """Yield the text of the first ``num_docs`` documents of ``source``: a Hugging Face
+    dataset name (streamed, so only those documents are downloaded) or a local
+    ``.txt`` (one document per line) / ``.json`` / ``.jsonl`` file with a ``text`` field."""
+    try:
+        from datasets import load_dataset
+    except ImportError:
+        raise DataError("OpenWebText needs Hugging Face datasets: pip install datasets") from None
+    local = Path(source)
+    if local.exists():
+        builder = "text" if local.suffix == ".txt" else "json"
+        stream = load_dataset(builder, data_files=str(local), split="train", streaming=True)
+    else:
+        try:
+            stream = load_dataset(source, split="train", streaming=True)
+        except Exception as exc:
+            raise DataError(
+                f"cannot open dataset {source!r} ({exc.__class__.__name__}): go online, "
+                "or pass a local .jsonl/.txt file as the source"
+            ) from None
+    for i, row in enumerate(stream):
+        if i >= num_docs:
+            break
+        yield row["text"]
+
+
+def prepare_openwebtext(
+    out_dir: str | os.PathLike,
+    source: str = OPENWEBTEXT_SOURCE,
+    num_docs: int = 100_000,
+    val_fraction: float = 0.0005,
+    seed: int = 2357,
+    directory: str | os.PathLike | None = None,
+    chunk: int = 1024,
+) -> dict:
+    """Tokenize the first ``num_docs`` documents into ``train.bin`` / ``val.bin`` (uint16).
+
+    As nanoGPT's ``data/openwebtext/prepare.py``: GPT-2 BPE with ``encode_ordinary``,
+    an end-of-text token appended to every document, a document-level split with
+    ``val_fraction`` of the documents (shuffled with ``seed``) held out. Each file is
+    written under a temporary name and renamed, ``meta.json`` last, so an interrupted
+    run leaves nothing that looks finished. Returns the metadata written to ``meta.json``.
+    """
+    out = Path(out_dir)
+    enc = gpt2_encoding(directory)
+    docs: list[np.ndarray] = []
+    batch: list[str] = []
+
+    def flush():
+        for ids in enc.encode_ordinary_batch(batch):
+            ids.append(enc.eot_token)
+            docs.append(np.array(ids, dtype=np.uint16))
+        batch.clear()
+
+    for text in _read_documents(source, num_docs):
+        batch.append(text)
+        if len(batch) == chunk:
+            flush()
+    flush()
+    if len(docs) < 2:
+        raise DataError(f"{len(docs)} document(s) read from {source!r}: a train/val split needs at least 2")
+    order = np.random.default_rng(seed).permutation(len(docs))
+    n_val = max(1, int(round(val_fraction * len(docs))))
+    val_ids, train_ids = sorted(order[:n_val]), sorted(order[n_val:])
+    meta = {"source": source, "num_docs": len(docs), "val_docs": n_val, "seed": seed, "encoding": "gpt2"}
+    for split, ids in (("train", train_ids), ("val", val_ids)):
+        arr = np.concatenate([docs[i] for i in ids])
+        atomic_write_bytes(out / f"{split}.bin", arr.tobytes())
+        meta[f"{split}_tokens"] = int(arr.size)
+    atomic_write_bytes(out / "meta.json", json.dumps(meta, indent=1).encode())
+    return meta
+
+
+# --------------------------------------------------------------------------- batches
+
+
+def get_batch(
+    data: np.ndarray, block_size: int, batch_size: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``batch_size`` random windows of ``block_size`` tokens and their next-token targets.
+    The offsets come from ``generator`` alone, so the batch sequence is a function of its seed."""
+    ix = torch.randint(len(data) - block_size, (batch_size,), generator=generator).tolist()
+    x = np.stack([data[i : i + block_size] for i in ix]).astype(np.int64)
+    y = np.stack([data[i + 1 : i + 1 + block_size] for i in ix]).astype(np.int64)
+    return torch.from_numpy(x), torch.from_numpy(y)
+
+
+def fixed_val_batches(
+    val: np.ndarray, block_size: int, batch_size: int, n_batches: int, seed: int = FIXED_VAL_SEED
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """The ``fixed`` evaluation set: ``n_batches`` batches drawn once from a generator
+    seeded ``seed`` (99,991, as the paper), the same for every variant and run."""
+    g = torch.Generator().manual_seed(seed)
+    return [get_batch(val, block_size, batch_size, g) for _ in range(n_batches)]
+
+
+class ValidationSet:
+    """Validation batches in one of two modes.
+
+    ``fixed``: :func:`fixed_val_batches`, identical at every evaluation.
+    ``random``: fresh batches at every evaluation, as nanoGPT's ``estimate_loss``;
+    they come from a generator seeded by the run's seed, so a rerun sees the same
+    sequence of evaluation batches while consecutive evaluations differ.
+    """
+
+    MODES = ("fixed", "random")
+
+    def __init__(self, val: np.ndarray, block_size: int, batch_size: int, n_batches: int, mode: str, seed: int):
+        if mode not in self.MODES:
+            raise ValueError(f"unknown eval mode {mode!r}: choose fixed or random")
+        self.val, self.block_size, self.batch_size, self.n_batches = val, block_size, batch_size, n_batches
+        self.mode = mode
+        self._fixed = fixed_val_batches(val, block_size, batch_size, n_batches) if mode == "fixed" else None
+        self._generator = torch.Generator().manual_seed(seed + 7_919) if mode == "random" else None
+
+    def batches(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        if self._fixed is not None:
+            return self._fixed
+        return [get_batch(self.val, self.block_size, self.batch_size, self._generator) for _ in range(self.n_batches)]
+
+
+def unigram_floor(train: np.ndarray, val: np.ndarray, vocab_size: int, smoothing: float = 0.0) -> float:
+    """Cross-entropy (nats) on ``val`` of the unigram distribution estimated on ``train``
+    (token counts plus ``smoothing`` for every vocabulary entry): the loss of a model that
+    ignores its input. Without smoothing it is infinite if a validation token never
+    occurs in training."""
+    counts = np.bincount(np.asarray(train), minlength=vocab_size).astype(np.float64) + smoothing
+    with np.errstate(divide="ignore"):
+        logp = np.log(counts / counts.sum())
+    return float(-logp[np.asarray(val)].mean())

@@ -1,0 +1,255 @@
+"""ResidualGPT: a GPT-2-style Pre-LN decoder whose residual connections can be removed.
+
+Each block computes, with ``g`` the runtime gain (1.0 unless a gain experiment
+asks otherwise)::
+
+    h = x + g * Attn(LN1(x))   if attn_residual else   h = g * Attn(LN1(x))
+    y = h + g * FFN(LN2(h))    if ffn_residual  else   y = g * FFN(LN2(h))
+
+The four configurations of the paper are named in :data:`VARIANTS`. Everything
+else follows nanoGPT's ``model.py``: learned position embeddings, a final
+LayerNorm, an LM head tied to the token embedding, GELU MLP of width ``4 * C``,
+normal(0, ``init_std``) initialisation with the residual projections scaled by
+``1 / sqrt(2 * n_layer)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+# variant name -> (attn_residual, ffn_residual, mixer)
+VARIANTS: dict[str, tuple[bool, bool, bool]] = {
+    "full": (True, True, False),
+    "attn_only": (True, False, False),  # FFN residual removed
+    "ffn_only": (False, True, False),  # attention residual removed
+    "no_residual": (False, False, False),
+    # The paper's section 7 test: AttnOnly's layout with attention replaced by a
+    # position-blind token mixer (see CausalMeanMixer).
+    "mixer": (True, False, True),
+}
+
+
+@dataclass
+class GPTConfig:
+    vocab_size: int = 65
+    block_size: int = 256
+    n_layer: int = 6
+    n_head: int = 6
+    n_embd: int = 384
+    dropout: float = 0.0
+    bias: bool = True
+    attn_residual: bool = True
+    ffn_residual: bool = True
+    mixer: bool = False
+    gain: float = 1.0
+    init_std: float = 0.02
+
+    @classmethod
+    def for_variant(cls, variant: str, **kwargs) -> "GPTConfig":
+        if variant not in VARIANTS:
+            raise ValueError(f"unknown variant {variant!r}: choose one of {', '.join(VARIANTS)}")
+        attn_residual, ffn_residual, mixer = VARIANTS[variant]
+        return cls(attn_residual=attn_residual, ffn_residual=ffn_residual, mixer=mixer, **kwargs)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        assert config.n_embd % config.n_head == 0, "n_embd must be divisible by n_head"
+        self.n_head = config.n_head
+        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd, bias=config.bias)
+        self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
+        self.c_proj.residual_projection = True
+        self.dropout = config.dropout
+        self.resid_dropout = nn.Dropout(config.dropout)
+
+    def _qkv(self, x: torch.Tensor):
+        B, T, C = x.shape
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        shape = (B, T, self.n_head, C // self.n_head)
+        return (t.view(shape).transpose(1, 2) for t in (q, k, v))  # (B, nh, T, hs)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, C = x.shape
+        q, k, v = self._qkv(x)
+        # SDPA dispatches to flash / memory-efficient kernels on CUDA, math on CPU.
+        y = F.scaled_dot_product_attention(
+            q, k, v, dropout_p=self.dropout if self.training else 0.0, is_causal=True
+        )
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.resid_dropout(self.c_proj(y))
+
+    @torch.no_grad()
+    def attention_probs(self, x: torch.Tensor) -> torch.Tensor:
+        """The softmax attention matrix, (B, n_head, T, T), computed explicitly
+        (SDPA does not return it). ``x`` is the block's LN1 output."""
+        q, k, _ = self._qkv(x)
+        T = x.shape[1]
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(k.shape[-1])
+        mask = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+        return att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+
+
+class CausalMeanMixer(nn.Module):
+    """A position-blind token mixer used in place of attention (the ``mixer`` variant).
+
+    What it computes, for the LN1 output ``x`` at positions ``1..T``::
+
+        u_s = W2 GELU(W1 x_s)                    (a per-token MLP, C -> C -> C)
+        m_t = (1 / t) * sum_{s <= t} u_s         (causal running mean over positions)
+        out_t = dropout(c_proj(m_t))
+
+    Why it is *cross-position* mixing: ``out_t`` depends on every earlier token,
+    as attention's output does, so information can move between positions.
+
+    Why it is *position-blind*: the mixing weights are fixed at ``1/t`` for every
+    earlier position. They depend neither on content (no queries or keys) nor on
+    the offset ``t - s``, so permuting the tokens before ``t`` leaves ``out_t``
+    unchanged, and the mixer cannot single out the current token: its diagonal
+    mass is ``alpha_tt = 1/t``, whereas attention can learn ``alpha_tt ~= 1``.
+    The routing hypothesis says AttnOnly recovers because attention can learn that
+    self-routing; a mixer that moves information across positions but cannot
+    route it is the paper's control for that claim.
+
+    Parameters: two C x C matrices plus ``c_proj`` (3 C^2), against attention's
+    4 C^2; the block's FFN is unchanged.
+    """
+
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.fc1 = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
+        self.fc2 = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
+        self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
+        self.c_proj.residual_projection = True
+        self.resid_dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        u = self.fc2(F.gelu(self.fc1(x)))
+        counts = torch.arange(1, x.shape[1] + 1, device=x.device, dtype=u.dtype).view(1, -1, 1)
+        m = u.cumsum(dim=1) / counts
+        return self.resid_dropout(self.c_proj(m))
+
+    @torch.no_grad()
+    def attention_probs(self, x: torch.Tensor) -> torch.Tensor:
+        """The mixer's implicit mixing matrix, ``1/t`` on and below the diagonal,
+        shaped like attention's with one head."""
+        B, T, _ = x.shape
+        w = torch.ones(T, T, device=x.device).tril()
+        w = w / w.sum(dim=-1, keepdim=True)
+        return w.expand(B, 1, T, T)
+
+
+class MLP(nn.Module):
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=config.bias)
+        self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=config.bias)
+        self.c_proj.residual_projection = True
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dropout(self.c_proj(F.gelu(self.c_fc(x))))
+
+
+class Block(nn.Module):
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.attn_residual = config.attn_residual
+        self.ffn_residual = config.ffn_residual
+        self.ln_1 = nn.LayerNorm(config.n_embd, bias=config.bias)
+        self.attn = CausalMeanMixer(config) if config.mixer else CausalSelfAttention(config)
+        self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
+        self.mlp = MLP(config)
+        # A constant, not a parameter: the paper's runtime gain multiplies each
+        # sublayer's output. AdamW can undo any such constant by rescaling the
+        # sublayer's weights, which is why the gain experiment was confounded.
+        self.register_buffer("gain", torch.tensor(float(config.gain)), persistent=False)
+        self.use_gain = config.gain != 1.0
+
+    def _scale(self, y: torch.Tensor) -> torch.Tensor:
+        return y * self.gain if self.use_gain else y
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a = self._scale(self.attn(self.ln_1(x)))
+        h = x + a if self.attn_residual else a
+        f = self._scale(self.mlp(self.ln_2(h)))
+        return h + f if self.ffn_residual else f
+
+
+class ResidualGPT(nn.Module):
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.config = config
+        self.transformer = nn.ModuleDict(
+            dict(
+                wte=nn.Embedding(config.vocab_size, config.n_embd),
+                wpe=nn.Embedding(config.block_size, config.n_embd),
+                drop=nn.Dropout(config.dropout),
+                h=nn.ModuleList([Block(config) for _ in range(config.n_layer)]),
+                ln_f=nn.LayerNorm(config.n_embd, bias=config.bias),
+            )
+        )
+        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+        # Weight tying: the output projection is the token embedding (as in GPT-2).
+        self.transformer.wte.weight = self.lm_head.weight
+        self.apply(self._init_weights)
+        # nanoGPT / GPT-2: projections that write into the residual stream get
+        # std / sqrt(2 * n_layer), so the stream's variance does not grow with depth
+        # when every block adds two such terms.
+        for module in self.modules():
+            if getattr(module, "residual_projection", False):
+                nn.init.normal_(module.weight, 0.0, config.init_std / math.sqrt(2 * config.n_layer))
+
+    def _init_weights(self, module: nn.Module) -> None:
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, 0.0, self.config.init_std)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, 0.0, self.config.init_std)
+
+    def num_params(self, non_embedding: bool = True) -> int:
+        """Parameter count; the tied LM head is counted once (as the embedding),
+        and position embeddings are left out when ``non_embedding``, as in nanoGPT."""
+        n = sum(p.numel() for p in self.parameters())
+        if non_embedding:
+            n -= self.transformer.wpe.weight.numel()
+        return n
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None, return_hidden: bool = False):
+        """Returns ``(logits, loss)``; with ``return_hidden`` also the residual
+        stream as a list: the embedding output, then each block's output."""
+        B, T = idx.shape
+        if T > self.config.block_size:
+            raise ValueError(f"sequence of length {T} exceeds block_size {self.config.block_size}")
+        pos = torch.arange(T, device=idx.device)
+        x = self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(pos))
+        hidden = [x]
+        for block in self.transformer.h:
+            x = block(x)
+            hidden.append(x)
+        logits = self.lm_head(self.transformer.ln_f(x))
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.view(-1, logits.size(-1)).float(), targets.view(-1))
+        if return_hidden:
+            return logits, loss, hidden
+        return logits, loss
+
+    def layer_groups(self) -> dict[str, list[nn.Parameter]]:
+        """Parameters grouped for per-layer gradient norms: ``embedding`` (wte, which is
+        also the tied LM head, and wpe), ``layer_0`` ... ``layer_{L-1}`` (every parameter
+        of that block: both LayerNorms, attention or mixer, MLP), and ``ln_f``."""
+        groups = {"embedding": [self.transformer.wte.weight, self.transformer.wpe.weight]}
+        for i, block in enumerate(self.transformer.h):
+            groups[f"layer_{i}"] = list(block.parameters())
+        groups["ln_f"] = list(self.transformer.ln_f.parameters())
+        return groups

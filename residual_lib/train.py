@@ -1,0 +1,326 @@
+"""The trainer: one ResidualGPT run from a profile, a variant and a seed to a run record.
+
+Optimisation follows nanoGPT's ``train.py``: AdamW with weight decay on 2-D weights
+only (matrices and embeddings; biases and LayerNorm gains are not decayed), linear
+warm-up then cosine decay to ``min_lr``, gradient clipping on the global norm,
+gradient accumulation, bf16 autocast on CUDA (fp32 on CPU).
+
+Randomness. ``torch.manual_seed(seed)`` precedes model construction (initialisation)
+and drives dropout; training batches come from their own generator seeded with the
+run's seed, so the data order is a function of the seed alone and does not depend on
+how many random numbers the model consumed. Validation batches: see
+:class:`residual_lib.data.ValidationSet`.
+
+Determinism (``deterministic=True``, the default). The trainer calls
+``torch.use_deterministic_algorithms(True)``, sets ``CUBLAS_WORKSPACE_CONFIG=:4096:8``
+and turns cuDNN benchmarking off for the duration of the run, then restores the
+previous settings.
+
+* On CPU a run is bitwise reproducible for the same seed, torch build, thread count
+  and CPU instruction set (the test suite checks this). Changing the thread count
+  may change the order of floating-point reductions and so the last bits.
+* On CUDA, PyTorch raises an error rather than run an operation that has no
+  deterministic implementation, so a run that completes used only deterministic
+  kernels and is bitwise reproducible on the same GPU model, driver, CUDA and torch
+  build. Across GPU models or software versions results differ in the last bits and,
+  through training, in the final loss: the paper's cross-environment gap is a reminder
+  that this is not a formality.
+
+``deterministic=False`` leaves PyTorch free to use non-deterministic kernels
+(atomics in CUDA backward passes); on CPU the results are usually still identical.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from contextlib import contextmanager, nullcontext
+from datetime import datetime, timezone
+from pathlib import Path
+
+import torch
+
+from . import diagnostics
+from .data import ValidationSet, fixed_val_batches, get_batch, load_corpus
+from .model import VARIANTS, GPTConfig, ResidualGPT
+from .profiles import Profile, get_profile
+from .records import RECORD_VERSION, find_record, provenance, record_path, run_key, write_record
+
+EVAL_MODES = ValidationSet.MODES
+
+
+class RunError(ValueError):
+    """Invalid run settings; the message says how to fix them."""
+
+
+def resolve_device(device: str = "auto") -> str:
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise RunError("CUDA is not available on this machine: use --device cpu")
+    if not (device == "cpu" or device.startswith("cuda")):
+        raise RunError(f"unknown device {device!r}: use auto, cpu or cuda")
+    return device
+
+
+def lr_at(step: int, profile: Profile) -> float:
+    """Linear warm-up over ``warmup_iters``, cosine decay to ``min_lr`` at ``decay_iters``."""
+    if step < profile.warmup_iters:
+        return profile.learning_rate * (step + 1) / (profile.warmup_iters + 1)
+    if step > profile.decay_iters:
+        return profile.min_lr
+    ratio = (step - profile.warmup_iters) / max(1, profile.decay_iters - profile.warmup_iters)
+    coeff = 0.5 * (1.0 + math.cos(math.pi * ratio))
+    return profile.min_lr + coeff * (profile.learning_rate - profile.min_lr)
+
+
+def make_optimizer(model: ResidualGPT, profile: Profile, device: str) -> torch.optim.AdamW:
+    params = [p for p in model.parameters() if p.requires_grad]
+    groups = [
+        {"params": [p for p in params if p.dim() >= 2], "weight_decay": profile.weight_decay},
+        {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+    ]
+    extra = {"fused": True} if device.startswith("cuda") else {}
+    return torch.optim.AdamW(groups, lr=profile.learning_rate, betas=(profile.beta1, profile.beta2), **extra)
+
+
+@contextmanager
+def determinism(enabled: bool):
+    """Apply the deterministic settings (see the module docstring) for a block."""
+    saved = (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.backends.cudnn.benchmark,
+        os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
+    )
+    if enabled:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(enabled)
+    torch.backends.cudnn.benchmark = False
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(saved[0])
+        torch.backends.cudnn.benchmark = saved[1]
+        if saved[2] is None:
+            os.environ.pop("CUBLAS_WORKSPACE_CONFIG", None)
+
+
+def run_identity(
+    profile: Profile, variant: str, seed: int, eval_mode: str, gain: float, deterministic: bool, replicate: int
+) -> dict:
+    """Everything that determines a run's result; its hash is the run's key."""
+    return {
+        "profile": profile.to_dict(),
+        "variant": variant,
+        "seed": int(seed),
+        "eval_mode": eval_mode,
+        "gain": float(gain),
+        "deterministic": bool(deterministic),
+        "replicate": int(replicate),
+    }
+
+
+def check_run(variant: str, eval_mode: str, gain: float) -> None:
+    if variant not in VARIANTS:
+        raise RunError(f"unknown variant {variant!r}: choose one of {', '.join(VARIANTS)}")
+    if eval_mode not in EVAL_MODES:
+        raise RunError(f"unknown eval mode {eval_mode!r}: choose one of {', '.join(EVAL_MODES)}")
+    if not (gain > 0 and math.isfinite(gain)):
+        raise RunError(f"gain must be a positive number, got {gain}: pass e.g. --gain 2.0")
+
+
+class _Reporter:
+    """A tqdm bar when stderr is a terminal, plain lines at evaluations otherwise."""
+
+    def __init__(self, total: int, label: str, progress: bool | None):
+        self.interactive = sys.stderr.isatty() if progress is None else progress
+        self.label, self.total, self.start = label, total, time.perf_counter()
+        self.bar = None
+        if self.interactive:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, desc=label, leave=False, dynamic_ncols=True)
+
+    def step(self, n: int = 1, **postfix) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+            if postfix:
+                self.bar.set_postfix({k: f"{v:.4f}" for k, v in postfix.items()}, refresh=False)
+
+    def eval(self, step: int, val_loss: float, train_loss: float | None) -> None:
+        if self.bar is not None:
+            return
+        train = f" train {train_loss:.4f}" if train_loss is not None else ""
+        elapsed = time.perf_counter() - self.start
+        print(f"[{self.label}] step {step}/{self.total} val {val_loss:.4f}{train} ({elapsed:.1f}s)", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def train(
+    profile: Profile | str,
+    variant: str,
+    seed: int,
+    eval_mode: str = "fixed",
+    gain: float = 1.0,
+    deterministic: bool = True,
+    replicate: int = 0,
+    device: str = "auto",
+    data_dir: str | os.PathLike | None = None,
+    progress: bool | None = None,
+) -> dict:
+    """Train one model and return its run record (not written; see :func:`run`)."""
+    started = time.perf_counter()
+    profile = get_profile(profile) if isinstance(profile, str) else profile
+    check_run(variant, eval_mode, gain)
+    device = resolve_device(device)
+    corpus = load_corpus(profile.dataset, data_dir)
+    floor = corpus.unigram_floor()
+    identity = run_identity(profile, variant, seed, eval_mode, gain, deterministic, replicate)
+    key = run_key(identity)
+
+    with determinism(deterministic):
+        torch.manual_seed(seed)
+        config = GPTConfig.for_variant(
+            variant, vocab_size=corpus.vocab_size, block_size=profile.block_size, n_layer=profile.n_layer,
+            n_head=profile.n_head, n_embd=profile.n_embd, dropout=profile.dropout, bias=profile.bias,
+            gain=gain, init_std=profile.init_std,
+        )
+        model = ResidualGPT(config).to(device)
+        optimizer = make_optimizer(model, profile, device)
+        autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.startswith("cuda") else nullcontext()
+        data_gen = torch.Generator().manual_seed(seed)
+        valset = ValidationSet(corpus.val, profile.block_size, profile.batch_size, profile.eval_iters, eval_mode, seed)
+        probe = fixed_val_batches(corpus.val, profile.block_size, profile.batch_size, 1)[0][0].to(device)
+
+        def to_device(x, y):
+            if device.startswith("cuda"):
+                return x.pin_memory().to(device, non_blocking=True), y.pin_memory().to(device, non_blocking=True)
+            return x, y
+
+        @torch.no_grad()
+        def evaluate() -> float:
+            model.eval()
+            losses = []
+            for x, y in valset.batches():
+                x, y = to_device(x, y)
+                with autocast:
+                    losses.append(model(x, y)[1])
+            model.train()
+            return float(torch.stack(losses).mean())
+
+        train_curve = {k: [] for k in ("step", "loss", "lr", "grad_norm", "grad_norm_layer0", "grad_norm_layers",
+                                        "grad_norm_embedding", "hidden_norms")}
+        val_curve = {"step": [], "loss": []}
+        reporter = _Reporter(profile.max_iters, f"{variant} seed {seed}", progress)
+        train_seconds, last_train_loss = 0.0, None
+
+        def record_eval(step: int) -> None:
+            loss = evaluate()
+            val_curve["step"].append(step)
+            val_curve["loss"].append(loss)
+            reporter.eval(step, loss, last_train_loss)
+
+        model.train()
+        for step in range(profile.max_iters):
+            if step % profile.eval_interval == 0:
+                record_eval(step)
+            t0 = time.perf_counter()
+            lr = lr_at(step, profile)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            log = step % profile.log_interval == 0 or step == profile.max_iters - 1
+            loss_sum = torch.zeros((), device=device)
+            for micro in range(profile.grad_accum):
+                x, y = to_device(*get_batch(corpus.train, profile.block_size, profile.batch_size, data_gen))
+                with autocast:
+                    if log and micro == 0:
+                        _, loss, hidden = model(x, y, return_hidden=True)
+                        h_norms = diagnostics.hidden_norms(hidden)
+                        del hidden
+                    else:
+                        _, loss = model(x, y)
+                (loss / profile.grad_accum).backward()
+                loss_sum += loss.detach()
+            if log:
+                per_layer = diagnostics.grad_norms(model)
+            clip = profile.grad_clip if profile.grad_clip > 0 else float("inf")
+            total_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            if log:
+                last_train_loss = float(loss_sum) / profile.grad_accum
+                layers = [per_layer[f"layer_{i}"] for i in range(profile.n_layer)]
+                for name, value in (("step", step), ("loss", last_train_loss), ("lr", lr),
+                                    ("grad_norm", float(total_norm)), ("grad_norm_layer0", layers[0]),
+                                    ("grad_norm_layers", layers), ("grad_norm_embedding", per_layer["embedding"]),
+                                    ("hidden_norms", h_norms)):
+                    train_curve[name].append(value)
+            train_seconds += time.perf_counter() - t0
+            reporter.step(1, **({"loss": last_train_loss} if log else {}))
+        record_eval(profile.max_iters)
+        reporter.close()
+        diag = diagnostics.summarize(model, probe)
+        prov = provenance(device, deterministic)  # inside the block: records the settings in force
+
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    val_losses = val_curve["loss"]
+    best = min(range(len(val_losses)), key=lambda i: val_losses[i])
+    tokens = profile.tokens_per_step * profile.max_iters
+    return {
+        "record_version": RECORD_VERSION,
+        "key": key,
+        "profile": profile.name,
+        "variant": variant,
+        "seed": int(seed),
+        "eval_mode": eval_mode,
+        "gain": float(gain),
+        "deterministic": bool(deterministic),
+        "replicate": int(replicate),
+        "config": {"profile": profile.to_dict(), "model": config.to_dict(), "dataset": corpus.name},
+        "final_val_loss": val_losses[-1],
+        "best_val_loss": val_losses[best],
+        "best_step": val_curve["step"][best],
+        "unigram_floor": floor,
+        "n_params": model.num_params(),
+        "steps": profile.max_iters,
+        "tokens": tokens,
+        "curves": {"train": train_curve, "val": val_curve},
+        "diagnostics": diag,
+        "wall_seconds": time.perf_counter() - started,
+        "tokens_per_second": tokens / train_seconds if train_seconds > 0 else None,
+        "provenance": {
+            **prov,
+            "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        },
+    }
+
+
+def run(
+    profile: Profile | str,
+    variant: str,
+    seed: int,
+    eval_mode: str = "fixed",
+    gain: float = 1.0,
+    deterministic: bool = True,
+    replicate: int = 0,
+    results_dir: str | os.PathLike = "results",
+    force: bool = False,
+    **train_kwargs,
+) -> tuple[Path, bool]:
+    """The record for this run under ``results_dir``, training only if it is missing.
+    Returns ``(path, trained)``."""
+    profile = get_profile(profile) if isinstance(profile, str) else profile
+    check_run(variant, eval_mode, gain)
+    key = run_key(run_identity(profile, variant, seed, eval_mode, gain, deterministic, replicate))
+    existing = find_record(results_dir, profile.name, key)
+    if existing is not None and not force:
+        return existing, False
+    record = train(profile, variant, seed, eval_mode, gain, deterministic, replicate, **train_kwargs)
+    path = record_path(results_dir, profile.name, variant, seed, key)
+    return write_record(record, path), True

@@ -9,10 +9,10 @@ from .data import Corpus, DataError, load_corpus, unigram_floor
 from .model import VARIANTS, GPTConfig, ResidualGPT
 from .profiles import PROFILES, Profile, get_profile
 from .records import load_curves, load_records, summarize
-from .train import run, train
+from .train import run
 
 __all__ = [
     "Corpus", "DataError", "GPTConfig", "PROFILES", "Profile", "ResidualGPT", "VARIANTS",
-    "get_profile", "load_corpus", "load_curves", "load_records", "run", "summarize", "train", "unigram_floor",
+    "get_profile", "load_corpus", "load_curves", "load_records", "run", "summarize", "unigram_floor",
 ]
 __version__ = "0.1.0"

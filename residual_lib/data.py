@@ -15,7 +15,9 @@ Where files come from: a data directory given as an argument or by the
 ``RESIDUAL_DATA_DIR`` environment variable (expected layout:
 ``tinyshakespeare/input.txt``, optionally ``tiktoken/`` as a tiktoken cache),
 otherwise a download into the cache directory (``RESIDUAL_CACHE_DIR``, default
-``~/.cache/residual_lib``). Derived files are only ever written to the cache
+``~/.cache/residual_lib``). OpenWebText is streamed from the Hugging Face hub
+(``Skylion007/openwebtext``) or read from ``RESIDUAL_OPENWEBTEXT_SOURCE``, a dataset
+name or a local ``.jsonl``/``.txt`` file. Derived files are only ever written to the cache
 directory, never into the data directory.
 """
 
@@ -163,8 +165,9 @@ def _gpt2_shakespeare(directory) -> Corpus:
 
 def _openwebtext(directory) -> Corpus:
     root = cache_dir() / "openwebtext"
-    if not (root / "train.bin").is_file():
-        prepare_openwebtext(root, directory=directory)
+    if not (root / "meta.json").is_file():
+        source = os.environ.get("RESIDUAL_OPENWEBTEXT_SOURCE") or OPENWEBTEXT_SOURCE
+        prepare_openwebtext(root, source=source, directory=directory)
     enc = gpt2_encoding(directory)
     train = np.memmap(root / "train.bin", dtype=np.uint16, mode="r")
     val = np.memmap(root / "val.bin", dtype=np.uint16, mode="r")

@@ -1,0 +1,111 @@
+"""Corpora, evaluation batches and the unigram floor."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from residual_lib.data import (
+    DataError,
+    ValidationSet,
+    fixed_val_batches,
+    get_batch,
+    gpt2_encoding,
+    load_corpus,
+    prepare_openwebtext,
+    shakespeare_path,
+)
+
+
+def test_tinyshakespeare_characters_match_the_papers_split(char_corpus):
+    assert char_corpus.vocab_size == 65
+    assert char_corpus.sizes == {"train": 1_003_854, "val": 111_540}
+    assert char_corpus.decode(char_corpus.train[:14].tolist()) == "First Citizen:"
+
+
+def test_gpt2_tinyshakespeare_matches_nanogpt(data_dir):
+    corpus = load_corpus("shakespeare_gpt2", data_dir)
+    assert corpus.vocab_size == 50_257
+    assert corpus.sizes == {"train": 301_966, "val": 36_059}
+    assert math.isfinite(corpus.unigram_floor())
+
+
+def test_unigram_floor_equals_a_count_based_cross_entropy(char_corpus, data_dir):
+    text = shakespeare_path(data_dir).read_text(encoding="utf-8")
+    n = int(0.9 * len(text))
+    train, val = Counter(text[:n]), Counter(text[n:])
+    total = sum(train.values())
+    expected = -sum(count * math.log(train[ch] / total) for ch, count in val.items()) / sum(val.values())
+    assert char_corpus.unigram_floor() == pytest.approx(expected, rel=1e-12)
+    assert 3.0 < expected < 3.6  # the paper's collapse floor (~3.35) sits here
+
+
+def test_fixed_batches_are_identical_across_runs_and_variants(char_corpus):
+    # two runs (different seeds, as different variants or seeds would be) see the same batches
+    a = ValidationSet(char_corpus.val, 32, 8, 3, "fixed", seed=1)
+    b = ValidationSet(char_corpus.val, 32, 8, 3, "fixed", seed=2)
+    first, again, other = a.batches(), a.batches(), b.batches()
+    for (x1, y1), (x2, y2), (x3, y3) in zip(first, again, other):
+        assert torch.equal(x1, x2) and torch.equal(x1, x3) and torch.equal(y1, y3)
+    assert torch.equal(first[0][0], fixed_val_batches(char_corpus.val, 32, 8, 1, seed=99_991)[0][0])
+    assert not torch.equal(first[0][0], fixed_val_batches(char_corpus.val, 32, 8, 1, seed=1)[0][0])
+
+
+def test_random_batches_change_between_evaluations_but_follow_the_seed(char_corpus):
+    a = ValidationSet(char_corpus.val, 32, 8, 2, "random", seed=5)
+    first, second = a.batches(), a.batches()
+    assert not torch.equal(first[0][0], second[0][0])
+    replay = ValidationSet(char_corpus.val, 32, 8, 2, "random", seed=5).batches()
+    assert torch.equal(first[0][0], replay[0][0])
+
+
+def test_batches_are_next_token_windows():
+    data = np.arange(100, dtype=np.uint16)
+    x, y = get_batch(data, 10, 4, torch.Generator().manual_seed(0))
+    assert x.shape == y.shape == (4, 10) and x.dtype == torch.int64
+    assert torch.equal(y, x + 1)
+
+
+def test_missing_data_directory_names_the_fix(tmp_path):
+    with pytest.raises(DataError, match="RESIDUAL_DATA_DIR"):
+        load_corpus("shakespeare_char", tmp_path)
+
+
+def test_openwebtext_preparation_writes_uint16_memmaps(tmp_path, data_dir):
+    docs = [f"Document {i}: the quick brown fox {'jumps ' * i}over the lazy dog." for i in range(30)]
+    source = tmp_path / "corpus.jsonl"
+    source.write_text("".join(json.dumps({"text": d}) + "\n" for d in docs))
+    out = tmp_path / "owt"
+    meta = prepare_openwebtext(out, source=str(source), num_docs=20, val_fraction=0.1, directory=data_dir)
+
+    enc = gpt2_encoding(data_dir)
+    assert meta["num_docs"] == 20 and meta["val_docs"] == 2  # only the first num_docs documents
+    train = np.memmap(out / "train.bin", dtype=np.uint16, mode="r")
+    val = np.memmap(out / "val.bin", dtype=np.uint16, mode="r")
+    assert len(train) == meta["train_tokens"] and len(val) == meta["val_tokens"]
+    # every document appears once, in order within its split, each ending with end-of-text
+    encoded = [enc.encode_ordinary(d) + [enc.eot_token] for d in docs[:20]]
+    assert sum(map(len, encoded)) == len(train) + len(val)
+    assert (np.asarray(train) == enc.eot_token).sum() == 18 and (np.asarray(val) == enc.eot_token).sum() == 2
+    text = enc.decode(np.asarray(train).tolist()) + enc.decode(np.asarray(val).tolist())
+    assert sorted(text.split("<|endoftext|>")[:-1] + [""]) == sorted(docs[:20] + [""])
+    assert not list(out.glob(".*.tmp"))
+    assert json.loads((out / "meta.json").read_text()) == meta
+
+
+def test_openwebtext_loader_prepares_into_the_cache(tmp_path, data_dir, monkeypatch):
+    import residual_lib.data as data
+
+    source = tmp_path / "docs.txt"
+    source.write_text("\n".join(f"line {i} of a tiny corpus" for i in range(40)) + "\n")
+    monkeypatch.setenv("RESIDUAL_OPENWEBTEXT_SOURCE", str(source))
+    corpus = load_corpus("openwebtext", data_dir)
+    assert corpus.vocab_size == 50_257 and len(corpus.val) > 0
+    assert (Path(data.cache_dir()) / "openwebtext" / "train.bin").is_file()
+    assert math.isfinite(corpus.unigram_floor())

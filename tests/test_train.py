@@ -1,0 +1,123 @@
+"""The trainer: schedule, optimiser groups, determinism, logging, records."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from residual_lib import get_profile, load_curves, load_records
+from residual_lib.model import GPTConfig, ResidualGPT
+from residual_lib.records import read_record
+from residual_lib.train import lr_at, make_optimizer, run, train
+
+# A 40-step smoke run: enough to move the loss, fast enough to run a few times.
+SHORT = get_profile("smoke", max_iters=40, eval_interval=20, log_interval=5)
+
+
+@pytest.fixture(scope="module")
+def smoke_runs():
+    """Two runs of seed 3 and one of seed 4, trained once for the module."""
+    return {
+        "a": train(SHORT, "attn_only", 3, progress=False),
+        "b": train(SHORT, "attn_only", 3, progress=False),
+        "other_seed": train(SHORT, "attn_only", 4, progress=False),
+    }
+
+
+def test_learning_rate_warms_up_then_decays_to_min_lr():
+    p = get_profile("cpu")
+    assert lr_at(0, p) == pytest.approx(p.learning_rate / (p.warmup_iters + 1))
+    assert lr_at(p.warmup_iters, p) == pytest.approx(p.learning_rate)
+    assert lr_at(p.max_iters, p) == pytest.approx(p.min_lr)
+    lrs = [lr_at(s, p) for s in range(p.warmup_iters, p.max_iters)]
+    assert all(a >= b for a, b in zip(lrs, lrs[1:]))
+
+
+def test_weight_decay_applies_to_two_dimensional_weights_only():
+    model = ResidualGPT(GPTConfig(vocab_size=11, block_size=8, n_layer=2, n_head=2, n_embd=16))
+    decayed, plain = make_optimizer(model, get_profile("smoke"), "cpu").param_groups
+    assert decayed["weight_decay"] > 0 and plain["weight_decay"] == 0
+    assert all(p.dim() == 2 for p in decayed["params"]) and all(p.dim() == 1 for p in plain["params"])
+    assert len(decayed["params"]) + len(plain["params"]) == len(list(model.parameters()))
+
+
+def test_same_seed_gives_bitwise_identical_curves(smoke_runs):
+    a, b = smoke_runs["a"]["curves"], smoke_runs["b"]["curves"]
+    assert a == b  # exact float equality of every logged value
+    assert smoke_runs["a"]["key"] == smoke_runs["b"]["key"]
+
+
+def test_two_seeds_differ(smoke_runs):
+    a, other = smoke_runs["a"], smoke_runs["other_seed"]
+    assert a["curves"]["train"]["loss"] != other["curves"]["train"]["loss"]
+    assert a["key"] != other["key"]
+    # same fixed validation batches, different models: the first evaluation (untrained) differs too
+    assert a["curves"]["val"]["loss"][0] != other["curves"]["val"]["loss"][0]
+
+
+def test_record_logs_layer0_and_per_layer_diagnostics(smoke_runs):
+    rec = smoke_runs["a"]
+    train_curve, val_curve = rec["curves"]["train"], rec["curves"]["val"]
+    assert train_curve["step"] == [0, 5, 10, 15, 20, 25, 30, 35, 39]
+    assert val_curve["step"] == [0, 20, 40]
+    assert rec["final_val_loss"] == val_curve["loss"][-1] and rec["best_val_loss"] == min(val_curve["loss"])
+    layers = train_curve["grad_norm_layers"]
+    assert all(len(row) == SHORT.n_layer for row in layers)
+    assert train_curve["grad_norm_layer0"] == [row[0] for row in layers]
+    assert all(len(row) == SHORT.n_layer + 1 for row in train_curve["hidden_norms"])
+    # layer norms are parts of the global norm
+    assert all(sum(x * x for x in row) <= g * g * (1 + 1e-5) for row, g in zip(layers, train_curve["grad_norm"]))
+    diag = rec["diagnostics"]
+    assert len(diag["alpha_tt"]) == SHORT.n_layer and len(diag["alpha_tt"][0]) == SHORT.n_head
+    assert 0 < diag["alpha_tt_mean"] <= 1 and diag["hidden_norm_growth"] > 0 and diag["representation_drift"] > 0
+    assert rec["provenance"]["deterministic_algorithms"] is True
+    assert set(rec) >= {"key", "variant", "seed", "profile", "eval_mode", "gain", "config", "final_val_loss",
+                        "best_val_loss", "curves", "diagnostics", "wall_seconds", "tokens_per_second", "provenance"}
+
+
+def test_data_order_depends_on_the_seed_alone(monkeypatch):
+    import residual_lib.train as train_module
+
+    seen: dict[str, list] = {}
+    real = train_module.get_batch
+
+    def spy(*args):
+        x, y = real(*args)
+        seen.setdefault(current, []).append(x)
+        return x, y
+
+    monkeypatch.setattr(train_module, "get_batch", spy)
+    short = SHORT.override(max_iters=10, eval_interval=10)
+    records = {}
+    for current in ("full", "ffn_only"):
+        records[current] = train(short, current, 3, progress=False)
+    assert records["full"]["key"] != records["ffn_only"]["key"]
+    assert records["full"]["curves"]["train"]["loss"] != records["ffn_only"]["curves"]["train"]["loss"]
+    assert len(seen["full"]) == 10 and all(torch.equal(a, b) for a, b in zip(seen["full"], seen["ffn_only"]))
+
+
+def test_full_smoke_run_ends_below_the_unigram_floor():
+    rec = train("smoke", "full", 1, progress=False)
+    assert rec["final_val_loss"] < rec["unigram_floor"] - 0.3
+    assert not torch.are_deterministic_algorithms_enabled()  # the run restored global state
+
+
+def test_run_reuses_records_and_writes_atomically(tmp_path):
+    profile = SHORT.override(max_iters=10, eval_interval=10)
+    path, trained = run(profile, "no_residual", 7, results_dir=tmp_path, progress=False)
+    assert trained and path.parent == tmp_path / "smoke" and path.name.startswith("no_residual_seed7_")
+    before = path.read_bytes()
+    again, trained_again = run(profile, "no_residual", 7, results_dir=tmp_path, progress=False)
+    assert again == path and not trained_again and path.read_bytes() == before
+    assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == [path.name]  # no temporary files left
+    # a different gain or eval mode is a different run
+    other, trained_other = run(profile, "no_residual", 7, gain=2.0, results_dir=tmp_path, progress=False)
+    assert trained_other and other != path
+    frame = load_records(tmp_path)
+    assert sorted(frame["gain"]) == [1.0, 2.0]
+    assert len(frame) == 2 and {"final_val_loss", "diag_hidden_norm_growth", "path"} <= set(frame.columns)
+    curves = load_curves(tmp_path)
+    assert set(curves["key"]) == set(frame["key"]) and {"step", "loss", "grad_norm_layer0"} <= set(curves.columns)
+    assert json.loads(path.read_text())["key"] == read_record(path)["key"]

@@ -1,0 +1,32 @@
+# Quick start:  make run   (virtual environment + the cpu profile's four variants + a results table)
+#               make test  (virtual environment + the test suite)
+PYTHON  ?= python3
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+PROFILE ?= cpu
+SEEDS   ?= 1337
+RESULTS ?= results
+VARIANTS ?= full attn_only ffn_only no_residual
+
+.PHONY: venv run test clean
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	touch $@
+
+# Trains what is missing (records already under $(RESULTS)/ are reused), then prints the table.
+run: venv
+	@for seed in $(SEEDS); do for variant in $(VARIANTS); do \
+	  $(PY) -m residual_lib train --variant $$variant --profile $(PROFILE) --seed $$seed --out $(RESULTS) || exit 1; \
+	done; done
+	$(PY) -m residual_lib summary $(RESULTS) --profile $(PROFILE)
+
+test: venv
+	$(PY) -m pytest -q
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -109,3 +109,39 @@ def test_openwebtext_loader_prepares_into_the_cache(tmp_path, data_dir, monkeypa
     assert corpus.vocab_size == 50_257 and len(corpus.val) > 0
     assert (Path(data.cache_dir()) / "openwebtext" / "train.bin").is_file()
     assert math.isfinite(corpus.unigram_floor())
+
+
+def test_download_path_verifies_and_caches_the_file(monkeypatch, data_dir, tmp_path):
+    import residual_lib.data as data
+
+    if data_dir is None:
+        pytest.skip("needs a local copy to serve as the download source")
+    monkeypatch.delenv("RESIDUAL_DATA_DIR", raising=False)
+    local = Path(data_dir) / "tinyshakespeare" / "input.txt"
+    monkeypatch.setattr(data, "SHAKESPEARE_URL", local.resolve().as_uri())
+    path = shakespeare_path()
+    assert path == data.cache_dir() / "tinyshakespeare" / "input.txt"
+    assert path.read_bytes() == local.read_bytes()
+    assert load_corpus("shakespeare_char").sizes["val"] == 111_540
+
+
+def test_offline_download_failure_names_the_fix_and_writes_nothing(monkeypatch):
+    import residual_lib.data as data
+
+    monkeypatch.delenv("RESIDUAL_DATA_DIR", raising=False)
+    monkeypatch.setattr(data, "SHAKESPEARE_URL", "http://127.0.0.1:9/input.txt")  # nothing listens there
+    with pytest.raises(DataError, match="set RESIDUAL_DATA_DIR"):
+        load_corpus("shakespeare_char")
+    assert not (data.cache_dir() / "tinyshakespeare").exists()
+
+
+def test_corrupt_download_is_rejected(monkeypatch, tmp_path):
+    import residual_lib.data as data
+
+    monkeypatch.delenv("RESIDUAL_DATA_DIR", raising=False)
+    bogus = tmp_path / "input.txt"
+    bogus.write_text("not shakespeare")
+    monkeypatch.setattr(data, "SHAKESPEARE_URL", bogus.as_uri())
+    with pytest.raises(DataError, match="sha256"):
+        shakespeare_path()
+    assert not (data.cache_dir() / "tinyshakespeare").exists()

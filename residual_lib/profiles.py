@@ -56,6 +56,7 @@ class Profile:
     eval_interval: int = 100
     eval_iters: int = 20
     log_interval: int = 10
+    eval_noise_repeats: int = 8  # random-batch re-evaluations of the final model (see train.py)
 
     def __post_init__(self):
         for name in ("max_iters", "batch_size", "block_size", "n_layer", "n_head", "n_embd", "grad_accum",
@@ -63,6 +64,8 @@ class Profile:
             if getattr(self, name) <= 0:
                 flag = "--" + name.replace("_", "-")
                 raise ProfileError(f"{name} must be positive, got {getattr(self, name)}: pass a positive {flag}")
+        if self.eval_noise_repeats < 0:
+            raise ProfileError(f"eval_noise_repeats must be >= 0, got {self.eval_noise_repeats}: pass 0 to skip")
         if self.n_embd % self.n_head:
             raise ProfileError(f"n_embd {self.n_embd} is not divisible by n_head {self.n_head}: change one of them")
 

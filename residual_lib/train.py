@@ -203,10 +203,10 @@ def train(
             return x, y
 
         @torch.no_grad()
-        def evaluate() -> float:
+        def evaluate(batches=None) -> float:
             model.eval()
             losses = []
-            for x, y in valset.batches():
+            for x, y in batches if batches is not None else valset.batches():
                 x, y = to_device(x, y)
                 with autocast:
                     losses.append(model(x, y)[1])
@@ -265,6 +265,16 @@ def train(
         record_eval(profile.max_iters)
         reporter.close()
         diag = diagnostics.summarize(model, probe)
+        # Evaluation noise: the final model's loss on the fixed batches and on
+        # eval_noise_repeats independent random draws of the same size (what a
+        # nanoGPT-style evaluation could have reported for this very model).
+        draws = ValidationSet(corpus.val, profile.block_size, profile.batch_size, profile.eval_iters, "random",
+                              seed + 104_729)
+        random_estimates = [evaluate(draws.batches()) for _ in range(profile.eval_noise_repeats)]
+        diag["val_estimates"] = {
+            "fixed": evaluate(fixed_val_batches(corpus.val, profile.block_size, profile.batch_size, profile.eval_iters)),
+            "random": random_estimates,
+        }
         prov = provenance(device, deterministic)  # inside the block: records the settings in force
 
     if device.startswith("cuda"):

@@ -72,6 +72,9 @@ def test_record_logs_layer0_and_per_layer_diagnostics(smoke_runs):
     diag = rec["diagnostics"]
     assert len(diag["alpha_tt"]) == SHORT.n_layer and len(diag["alpha_tt"][0]) == SHORT.n_head
     assert 0 < diag["alpha_tt_mean"] <= 1 and diag["hidden_norm_growth"] > 0 and diag["representation_drift"] > 0
+    estimates = diag["val_estimates"]
+    assert estimates["fixed"] == rec["final_val_loss"]  # fixed mode: the same batches, the same model
+    assert len(estimates["random"]) == SHORT.eval_noise_repeats and len(set(estimates["random"])) > 1
     assert rec["provenance"]["deterministic_algorithms"] is True
     assert set(rec) >= {"key", "variant", "seed", "profile", "eval_mode", "gain", "config", "final_val_loss",
                         "best_val_loss", "curves", "diagnostics", "wall_seconds", "tokens_per_second", "provenance"}

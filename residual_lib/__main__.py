@@ -2,6 +2,8 @@
 
     python -m residual_lib train --variant attn_only --profile cpu --seed 1337 [--eval-mode fixed|random]
                                  [--gain 2.0] [--out DIR] [--max-iters N] [--device auto|cpu|cuda]
+    python -m residual_lib sweep notebooks/06_central.py --profile cpu --seeds 1337 42 123 [--jobs N]
+                                 [--executor local|submitit] [--all]
     python -m residual_lib summary [DIR] [--profile cpu]
 
 ``train`` prints the record's path as its last line (reusing an existing record with
@@ -43,6 +45,20 @@ def _build_parser() -> argparse.ArgumentParser:
     t.add_argument("--data-dir", default=None, help="folder with tinyshakespeare/input.txt (default $RESIDUAL_DATA_DIR or download)")
     t.add_argument("--force", action="store_true", help="retrain even if the record exists")
     t.add_argument("--quiet", action="store_true", help="no progress output")
+
+    w = sub.add_parser("sweep", help="train what section notebooks need, then execute them with papermill")
+    w.add_argument("notebooks", nargs="*", help="notebooks/NN_section.py files")
+    w.add_argument("--all", action="store_true", help="every notebook under notebooks/")
+    w.add_argument("--profile", default="smoke", help=f"one of {', '.join(PROFILES)} (default smoke)")
+    w.add_argument("--seeds", type=int, nargs="+", default=[1337, 42, 123])
+    w.add_argument("--variants", nargs="+", default=None, help="variants of the central comparisons (default: all four)")
+    w.add_argument("--jobs", type=int, default=None, help="runs trained at once (default: one per core on CPU, 1 on GPU)")
+    w.add_argument("--threads", type=int, default=None, help="torch threads per job (default: cores / jobs)")
+    w.add_argument("--executor", default="local", help="local (process pool) or submitit (Slurm, else local)")
+    w.add_argument("--cluster", default=None, help="submitit cluster: slurm, local or debug (default: detected)")
+    w.add_argument("--device", default="auto", help="auto, cpu or cuda (default auto)")
+    w.add_argument("--out", default=None, help="results directory (default results/ of this checkout)")
+    w.add_argument("--no-notebooks", action="store_true", help="train only; do not execute the notebooks")
 
     s = sub.add_parser("summary", help="table of final validation losses per variant")
     s.add_argument("results", nargs="?", default="results", help="results directory (default results/)")
@@ -93,10 +109,43 @@ def _summary(args) -> int:
     return 0
 
 
+def _sweep(args) -> int:
+    from .sweep import all_notebooks, sweep
+
+    notebooks = list(args.notebooks) + ([str(p) for p in all_notebooks()] if args.all else [])
+    if not notebooks:
+        raise RunError("no notebooks given: pass notebooks/NN_section.py files or --all")
+    get_profile(args.profile)
+    for variant in args.variants or []:
+        check_run(variant, "fixed", 1.0)
+    if args.executor not in ("local", "submitit"):
+        raise RunError(f"unknown executor {args.executor!r}: choose local or submitit")
+    for name in ("jobs", "threads"):
+        if getattr(args, name) is not None and getattr(args, name) <= 0:
+            raise RunError(f"--{name} must be positive, got {getattr(args, name)}")
+    resolve_device(args.device)
+    try:
+        report = sweep(notebooks, profile=args.profile, seeds=args.seeds, variants=args.variants,
+                       results_dir=args.out, jobs=args.jobs, threads=args.threads, executor=args.executor,
+                       device=args.device, cluster=args.cluster, run_notebooks=not args.no_notebooks)
+    except (FileNotFoundError, ValueError) as exc:
+        raise RunError(str(exc)) from None
+    print(f"sweep ({args.profile}): {len(report.trained)} run(s) trained, {report.cached} cached, "
+          f"{len(report.failed_runs)} failed; {len(report.notebooks)} notebook(s) executed, "
+          f"{len(report.failed_notebooks)} failed; {report.wall_seconds:.1f}s")
+    for path in report.notebooks:
+        print(f"  executed {path}")
+    for label, message in report.failed_runs:
+        print(f"  FAILED run {label}: {message}")
+    for name, message in report.failed_notebooks:
+        print(f"  FAILED notebook {name}: {message}")
+    return 0 if report.ok else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
     try:
-        return {"train": _train, "summary": _summary}[args.command](args)
+        return {"train": _train, "sweep": _sweep, "summary": _summary}[args.command](args)
     except (RunError, ProfileError, DataError) as exc:
         print(f"python -m residual_lib: error: {exc}", file=sys.stderr)
         return 2

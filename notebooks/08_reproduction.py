@@ -1,0 +1,94 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 3 · Experimental setup: data and models
+# %% [markdown]
+# # 8 · The reproduction log
+#
+# **The paper's account.** Three non-deterministic runs of AttnOnly at seed 1337 gave 1.97,
+# 1.94 and 2.06; forcing deterministic algorithms removed the run-to-run variance, but its
+# intermediate reproduction over seeds 1337/42/123 gave 2.591 ± 0.544, far from the
+# originally recorded 1.600, before the controlled 8-seed sweep gave 1.580 ± 0.003.
+#
+# **Here.** Repeats of one configuration with and without deterministic algorithms, the
+# seed spread of the same configuration, and every comparison with the paper listed,
+# whether it agrees or not.
+
+# %% tags=["parameters"]
+profile = "smoke"
+seeds = [1337, 42, 123]
+variants = ["full", "attn_only", "ffn_only", "no_residual"]
+device = "auto"
+results_dir = None
+train_missing = True
+repeats = 3
+repro_variant = "attn_only"
+
+# %%
+import pandas as pd
+
+from residual_lib import analysis, paper
+from residual_lib.sections import ensure
+
+records = ensure("08_reproduction", profile=profile, seeds=seeds, variants=variants, results_dir=results_dir,
+                 train_missing=train_missing, device=device, repeats=repeats, repro_variant=repro_variant)
+claims = paper.claims()
+
+# %% [markdown]
+# ## Repeats of one seed
+#
+# The same configuration (variant, seed, data order, initialisation) trained several times,
+# with deterministic algorithms (replicates 0 and 1) and without (replicates 0 to
+# `repeats − 1`). The device and thread count each ran on are in the records' provenance.
+
+# %%
+repeat_runs = records[(records.variant == repro_variant) & (records.seed == seeds[0])]
+table = repeat_runs[["deterministic", "replicate", "final_val_loss", "best_val_loss", "path"]].sort_values(
+    ["deterministic", "replicate"])
+table["device"] = [analysis.read_record(p)["provenance"]["device_name"] for p in table.path]
+table.drop(columns="path")
+
+# %%
+spread = repeat_runs.groupby("deterministic")["final_val_loss"].agg(["count", "min", "max", "std"])
+spread["max − min"] = spread["max"] - spread["min"]
+spread
+
+# %% [markdown]
+# ## The seed spread of the same configuration
+
+# %%
+seed_runs = records[(records.variant == repro_variant) & records.deterministic & (records.replicate == 0)]
+seed_runs.groupby("variant")["final_val_loss"].agg(["count", "mean", "std", "min", "max"])
+
+# %% [markdown]
+# ## Every comparison with the paper
+#
+# The paper's reported values for this section's quantities beside what these runs measured.
+# The paper's runs are at 10M on a GPU; a different profile is a different model, so this
+# table lists the numbers side by side and leaves verdicts to the scorecard, which states
+# its rule.
+
+# %%
+nondet = repeat_runs[~repeat_runs.deterministic].sort_values("replicate")["final_val_loss"].tolist()
+rows = []
+for i, value in enumerate(claims[claims.claim == "nondeterministic_repeats"]["value"]):
+    rows.append({"quantity": f"non-deterministic repeat {i + 1}", "paper": value,
+                 "ours": nondet[i] if i < len(nondet) else None})
+inter = claims[claims.claim == "intermediate_reproduction"].iloc[0]
+rows.append({"quantity": f"{repro_variant} mean over seeds", "paper": inter["value"],
+             "ours": seed_runs["final_val_loss"].mean()})
+rows.append({"quantity": f"{repro_variant} std over seeds", "paper": inter["std"],
+             "ours": seed_runs["final_val_loss"].std()})
+central = analysis.variant_summary(records[records.deterministic & (records.replicate == 0)])
+for variant in ("attn_only", "ffn_only"):
+    ref = claims[(claims.claim == "central_10m") & (claims.variant == variant)].iloc[0]
+    rows.append({"quantity": f"{variant} central mean", "paper": ref["value"], "ours": central.loc[variant, "mean"]})
+pd.DataFrame(rows).assign(profile=profile).set_index("quantity")

@@ -1,0 +1,114 @@
+"""Numbers the sections report, computed from run records (never typed)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from .model import VARIANTS
+from .records import load_curves, read_record
+
+ORDER = [v for v in VARIANTS]
+
+
+def variant_order(frame: pd.DataFrame, column: str = "variant") -> list[str]:
+    present = set(frame[column])
+    return [v for v in ORDER if v in present]
+
+
+def variant_summary(frame: pd.DataFrame, value: str = "final_val_loss") -> pd.DataFrame:
+    """Mean, std (ddof=1), min, max and number of seeds of ``value`` per variant."""
+    table = frame.groupby("variant")[value].agg(["mean", "std", "min", "max", "count"])
+    return table.reindex(variant_order(frame)).rename(columns={"count": "seeds"})
+
+
+def degradation_ratios(frame: pd.DataFrame, value: str = "final_val_loss") -> pd.Series:
+    """Each variant's mean ``value`` over that of ``full`` (the paper's "N x degradation")."""
+    means = frame.groupby("variant")[value].mean()
+    return (means / means["full"]).reindex(variant_order(frame))
+
+
+def curves(frame: pd.DataFrame, split: str = "train") -> pd.DataFrame:
+    """The curves of the records in ``frame`` (one row per record and logged step)."""
+    parts = [load_curves(path, split) for path in frame["path"]]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def layer0_after(frame: pd.DataFrame, fraction: float = 0.06) -> pd.DataFrame:
+    """Mean and max layer-0 gradient norm per run over the steps after ``fraction`` of
+    training. The paper's step 300 of 5,000 is a fraction of 0.06; the same fraction is
+    used at every profile so that short runs are compared at the same stage."""
+    rows = []
+    for path in frame["path"]:
+        rec = read_record(path)
+        train = pd.DataFrame({k: rec["curves"]["train"][k] for k in ("step", "grad_norm_layer0")})
+        start = int(round(fraction * rec["steps"]))
+        late = train[train.step >= start]["grad_norm_layer0"]
+        rows.append({"variant": rec["variant"], "seed": rec["seed"], "from_step": start,
+                     "mean": late.mean(), "max": late.max(), "min": late.min()})
+    return pd.DataFrame(rows)
+
+
+def gain_equivalence(curve: pd.DataFrame, tolerance: float = 0.05, value: str = "loss") -> tuple[pd.DataFrame, int | None]:
+    """Spread (max - min across gains) of ``value`` at every logged step, and the first step
+    from which the spread stays below ``tolerance`` for the rest of training (None if never)."""
+    wide = curve.pivot_table(index="step", columns="gain", values=value)
+    spread = (wide.max(axis=1) - wide.min(axis=1)).rename("spread").reset_index()
+    above = spread[spread.spread >= tolerance]
+    if above.empty:
+        return spread, int(spread.step.min())
+    later = spread[spread.step > above.step.max()]
+    return spread, (int(later.step.min()) if not later.empty else None)
+
+
+def val_estimates(frame: pd.DataFrame) -> pd.DataFrame:
+    """Long frame of the final model's loss on the fixed batches and on each random draw."""
+    rows = []
+    for path in frame["path"]:
+        rec = read_record(path)
+        est = rec["diagnostics"]["val_estimates"]
+        base = {"variant": rec["variant"], "seed": rec["seed"], "fixed": est["fixed"]}
+        rows += [{**base, "draw": i, "random": r} for i, r in enumerate(est["random"])]
+    out = pd.DataFrame(rows)
+    if not out.empty:
+        out["deviation"] = out["random"] - out["fixed"]
+    return out
+
+
+def misorder_probability(estimates: pd.DataFrame, a: str, b: str) -> float:
+    """Probability that one random-batch evaluation of each of two runs ranks them the
+    other way round from their fixed-batch losses (over all pairs of draws, per seed)."""
+    hits, total = 0, 0
+    for seed, group in estimates.groupby("seed"):
+        ra, rb = group[group.variant == a], group[group.variant == b]
+        if ra.empty or rb.empty:
+            continue
+        truth = np.sign(ra.fixed.iloc[0] - rb.fixed.iloc[0])
+        diff = np.sign(ra["random"].to_numpy()[:, None] - rb["random"].to_numpy()[None, :])
+        hits += int((diff != truth).sum())
+        total += diff.size
+    return hits / total if total else math.nan
+
+
+def welch_gap(a: np.ndarray, b: np.ndarray, confidence: float = 0.95) -> dict:
+    """Difference of means ``mean(a) - mean(b)`` with Welch's t-test and its confidence
+    interval (scipy), plus a percentile bootstrap interval when both samples have >= 2 values."""
+    from scipy import stats
+
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    out = {"gap": a.mean() - b.mean(), "n_a": len(a), "n_b": len(b)}
+    if len(a) >= 2 and len(b) >= 2:
+        test = stats.ttest_ind(a, b, equal_var=False)
+        ci = test.confidence_interval(confidence)
+        out.update(t=float(test.statistic), p=float(test.pvalue), ci_low=float(ci.low), ci_high=float(ci.high))
+        boot = stats.bootstrap((a, b), lambda x, y: np.mean(x) - np.mean(y), confidence_level=confidence,
+                               n_resamples=2000, method="percentile", random_state=0)
+        out.update(boot_low=float(boot.confidence_interval.low), boot_high=float(boot.confidence_interval.high))
+    return out
+
+
+def alpha_matrix(path) -> np.ndarray:
+    """Attention diagonal mass, layers x heads, of one record."""
+    return np.array(read_record(path)["diagnostics"]["alpha_tt"])

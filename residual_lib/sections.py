@@ -1,0 +1,145 @@
+"""What each section of the book needs trained, and how a notebook gets it.
+
+A notebook never trains by itself: it calls :func:`ensure` with its section name and
+parameters; :func:`plan` turns those into the list of runs the section needs; cached
+records are returned as they are and only missing ones are trained. The sweep command
+calls the same :func:`plan` to train everything up front, in parallel, before it
+executes the notebooks.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from .records import find_record, load_records, run_key
+from .profiles import get_profile
+from .train import run, run_identity
+
+CENTRAL_VARIANTS = ("full", "attn_only", "ffn_only", "no_residual")
+PAPER_SEEDS = (1337, 42, 123)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run, as a section asks for it."""
+
+    profile: str
+    variant: str
+    seed: int
+    eval_mode: str = "fixed"
+    gain: float = 1.0
+    deterministic: bool = True
+    replicate: int = 0
+
+    @property
+    def key(self) -> str:
+        return run_key(run_identity(get_profile(self.profile), self.variant, self.seed, self.eval_mode, self.gain,
+                                    self.deterministic, self.replicate))
+
+    def label(self) -> str:
+        extra = [] if self.eval_mode == "fixed" else [self.eval_mode]
+        extra += [] if self.gain == 1.0 else [f"gain {self.gain:g}"]
+        extra += [] if self.deterministic else [f"nondeterministic #{self.replicate}"]
+        return f"{self.profile} {self.variant} seed {self.seed}" + (f" ({', '.join(extra)})" if extra else "")
+
+
+def default_results_dir() -> Path:
+    """``$RESIDUAL_RESULTS_DIR``, else ``results/`` at the root of this checkout (so that
+    notebooks find the same records whatever folder they run in), else ``./results``."""
+    if os.environ.get("RESIDUAL_RESULTS_DIR"):
+        return Path(os.environ["RESIDUAL_RESULTS_DIR"]).expanduser()
+    root = Path(__file__).resolve().parents[1]
+    if (root / "pyproject.toml").is_file() and (root / "residual_lib").is_dir():
+        return root / "results"
+    return Path.cwd() / "results"
+
+
+def _central(profile, seeds, variants, **_):
+    return [RunSpec(profile, v, s) for v in variants for s in seeds]
+
+
+def _joint_collapse(profile, seeds, variants, **_):
+    # nanoGPT-style evaluation (fresh random validation batches), one seed as in the paper
+    return [RunSpec(profile, v, s, eval_mode="random") for v in variants for s in seeds[:1]]
+
+
+def _confounds(profile, seeds, variants, gains=(0.5, 1.0, 2.0, 4.0), gain_variant="attn_only", **_):
+    gain_runs = [RunSpec(profile, gain_variant, s, gain=float(g)) for g in gains for s in seeds[:1]]
+    # evaluation noise and drift are read from the fixed-batch runs of the central sweep
+    return gain_runs + _central(profile, seeds, variants)
+
+
+def _mechanism(profile, seeds, variants, **_):
+    return [RunSpec(profile, v, s) for v in ("attn_only", "ffn_only", "mixer") for s in seeds]
+
+
+def _reproduction(profile, seeds, variants, repeats=3, repro_variant="attn_only", **_):
+    first = seeds[0]
+    deterministic = [RunSpec(profile, repro_variant, first, replicate=r) for r in range(2)]
+    nondeterministic = [RunSpec(profile, repro_variant, first, deterministic=False, replicate=r) for r in range(repeats)]
+    return deterministic + nondeterministic + _central(profile, seeds, variants)
+
+
+PLANS = {
+    "03_setup": lambda **_: [],
+    "04_joint_collapse": _joint_collapse,
+    "05_confounds": _confounds,
+    "06_central": _central,
+    "07_mechanism": _mechanism,
+    "08_reproduction": _reproduction,
+}
+
+
+def section_name(notebook: str | os.PathLike) -> str:
+    name = Path(notebook).stem
+    if name not in PLANS:
+        raise ValueError(f"no section named {name!r}: notebooks are {', '.join(PLANS)}")
+    return name
+
+
+def plan(section: str, profile: str = "smoke", seeds=PAPER_SEEDS, variants=CENTRAL_VARIANTS, **params) -> list[RunSpec]:
+    """The runs ``section`` needs for these parameters, without duplicates, in order."""
+    get_profile(profile)  # fail early on an unknown profile
+    specs = PLANS[section_name(section)](profile=profile, seeds=[int(s) for s in seeds], variants=list(variants),
+                                         **params)
+    return list(dict.fromkeys(specs))
+
+
+def missing(specs: list[RunSpec], results_dir: str | os.PathLike | None = None) -> list[RunSpec]:
+    results = Path(results_dir) if results_dir else default_results_dir()
+    return [s for s in specs if find_record(results, s.profile, s.key) is None]
+
+
+def ensure(
+    section: str,
+    profile: str = "smoke",
+    seeds=PAPER_SEEDS,
+    variants=CENTRAL_VARIANTS,
+    results_dir: str | os.PathLike | None = None,
+    train_missing: bool = True,
+    device: str = "auto",
+    **params,
+) -> pd.DataFrame:
+    """The records ``section`` needs, as :func:`residual_lib.records.load_records` rows,
+    training the missing ones when ``train_missing`` (one after another, in this process).
+    With ``train_missing=False`` a missing record is an error that names the command
+    that makes it."""
+    results = Path(results_dir) if results_dir else default_results_dir()
+    specs = plan(section, profile, seeds, variants, **params)
+    absent = missing(specs, results)
+    if absent and not train_missing:
+        raise FileNotFoundError(
+            f"{len(absent)} run record(s) missing under {results}/{profile} (first: {absent[0].label()}): "
+            f"run `python -m residual_lib sweep notebooks/{section_name(section)}.py --profile {profile}`"
+        )
+    paths = []
+    for spec in specs:
+        fields = asdict(spec)
+        path, _ = run(fields.pop("profile"), **fields, results_dir=results, device=device)
+        paths.append(path)
+    frames = [load_records(p) for p in paths]
+    return pd.concat(frames, ignore_index=True) if frames else load_records(results / profile)

@@ -1,0 +1,245 @@
+"""Batch execution: train what the section notebooks need, then execute the notebooks.
+
+``python -m residual_lib sweep notebooks/06_central.py --profile cpu --seeds 1337 42 123``
+
+1. Each notebook's section plan (:func:`residual_lib.sections.plan`) lists its runs;
+   runs whose record exists are skipped, so a second sweep trains nothing and a killed
+   sweep resumes where it stopped.
+2. Missing runs are trained by a pool of worker processes (``--jobs``, each with
+   ``--threads`` torch threads), or submitted through submitit (``--executor submitit``:
+   Slurm when the machine has it, otherwise submitit's local executor; ``--cluster``
+   forces one). A failed run does not stop the others; it is listed at the end with
+   its log, and the sweep exits with status 1.
+3. The notebooks (jupytext percent files) are converted in memory and executed by
+   papermill with the parameters injected and ``train_missing=False``, so they only
+   read records. Executed notebooks are kept under ``<results>/<profile>/notebooks/``
+   (``<name>.failed.ipynb`` when one raised).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .sections import RunSpec, default_results_dir, missing, plan, section_name
+
+NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+
+
+@dataclass
+class SweepReport:
+    trained: list[str] = field(default_factory=list)
+    cached: int = 0
+    failed_runs: list[tuple[str, str]] = field(default_factory=list)  # (run label, error and log path)
+    notebooks: list[str] = field(default_factory=list)
+    failed_notebooks: list[tuple[str, str]] = field(default_factory=list)
+    wall_seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not (self.failed_runs or self.failed_notebooks)
+
+
+def all_notebooks(directory: Path = NOTEBOOK_DIR) -> list[Path]:
+    return sorted(p for p in directory.glob("[0-9][0-9]_*.py"))
+
+
+def default_layout(n_runs: int, device: str) -> tuple[int, int]:
+    """(jobs, threads per job). On CUDA one process owns the GPU. On CPU, single-threaded
+    processes, one per core, beat one process using every core (small matrices scale
+    poorly across threads); with fewer runs than cores the spare cores go to threads."""
+    if device.startswith("cuda") or (device == "auto" and _cuda_available()):
+        return 1, max(1, os.cpu_count() or 1)
+    cores = max(1, os.cpu_count() or 1)
+    jobs = max(1, min(n_runs, cores))
+    return jobs, max(1, cores // jobs)
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _train_spec(spec: dict, results_dir: str, device: str, threads: int, log_path: str) -> str:
+    """Worker: train one run with ``threads`` torch threads, progress lines to ``log_path``."""
+    import torch
+
+    from .train import run
+
+    torch.set_num_threads(threads)
+    Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "w") as log:
+        saved, sys.stderr = sys.stderr, log
+        try:
+            spec = dict(spec)
+            path, _ = run(spec.pop("profile"), **spec, results_dir=results_dir, device=device, progress=False)
+        except BaseException:
+            traceback.print_exc(file=log)
+            raise
+        finally:
+            sys.stderr = saved
+    return str(path)
+
+
+class _LocalPool:
+    def __init__(self, jobs: int):
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        self.pool = ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn"))
+        self.poll = 0.2
+
+    def submit(self, *args):
+        return self.pool.submit(_train_spec, *args)
+
+    def close(self):
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _Submitit:
+    def __init__(self, folder: Path, threads: int, device: str, cluster: str | None):
+        import submitit
+
+        self.executor = submitit.AutoExecutor(folder=str(folder), cluster=cluster)
+        gpus = 1 if device.startswith("cuda") else 0
+        self.executor.update_parameters(timeout_min=24 * 60, cpus_per_task=threads, gpus_per_node=gpus,
+                                        name="residual_lib")
+        self.poll = 0.5 if self.executor.cluster in ("local", "debug") else 10.0
+
+    def submit(self, *args):
+        return self.executor.submit(_train_spec, *args)
+
+    def close(self):
+        pass
+
+
+def train_specs(
+    specs: list[RunSpec],
+    results_dir: str | os.PathLike,
+    jobs: int | None = None,
+    threads: int | None = None,
+    executor: str = "local",
+    device: str = "auto",
+    cluster: str | None = None,
+    progress: bool | None = None,
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """Train ``specs`` (all assumed missing), at most ``jobs`` at a time. Returns the
+    written record paths and the failures as ``(label, message)``."""
+    if not specs:
+        return [], []
+    results = Path(results_dir)
+    default_jobs, default_threads = default_layout(len(specs), device)
+    jobs, threads = jobs or default_jobs, threads or default_threads
+    if executor == "local":
+        backend = _LocalPool(jobs)
+    elif executor == "submitit":
+        backend = _Submitit(results / specs[0].profile / "submitit", threads, device, cluster)
+    else:
+        raise ValueError(f"unknown executor {executor!r}: choose local or submitit")
+
+    from tqdm.auto import tqdm
+
+    interactive = sys.stderr.isatty() if progress is None else progress
+    bar = tqdm(total=len(specs), desc="runs", unit="run", disable=not interactive)
+    written, failures = [], []
+    pending, running = list(specs), {}
+    try:
+        while pending or running:
+            while pending and len(running) < jobs:
+                spec = pending.pop(0)
+                log = results / spec.profile / "logs" / f"{spec.variant}_seed{spec.seed}_{spec.key}.log"
+                running[backend.submit(asdict(spec), str(results), device, threads, str(log))] = (spec, log)
+            done = [f for f in running if f.done()]
+            if not done:
+                time.sleep(backend.poll)
+                continue
+            for future in done:
+                spec, log = running.pop(future)
+                try:
+                    written.append(future.result())
+                    status = "done"
+                except Exception as exc:  # a failed run is reported, the others go on
+                    message = str(exc).strip().splitlines()[-1] if str(exc).strip() else exc.__class__.__name__
+                    failures.append((spec.label(), f"{message} (log: {log})"))
+                    status = "FAILED"
+                bar.update(1)
+                if not interactive:
+                    finished = len(written) + len(failures)
+                    print(f"[sweep] {status}: {spec.label()} ({finished}/{len(specs)})", file=sys.stderr, flush=True)
+    finally:
+        bar.close()
+        backend.close()
+    return written, failures
+
+
+def execute_notebook(notebook: Path, parameters: dict, out_dir: Path) -> Path:
+    """Convert a jupytext notebook and execute it with papermill, parameters injected.
+    The executed notebook is written under a temporary name and renamed when done."""
+    import jupytext
+    import papermill
+
+    # the kernel imports the same residual_lib as this process, installed or not
+    package_root = str(Path(__file__).resolve().parents[1])
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if package_root not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([package_root, *paths])
+    nb = jupytext.read(notebook)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    final = out_dir / f"{notebook.stem}.ipynb"
+    tmp = out_dir / f".{notebook.stem}.running.ipynb"
+    try:
+        papermill.execute_notebook(nb, str(tmp), parameters=parameters, kernel_name="python3",
+                                   cwd=str(notebook.parent), progress_bar=False)
+    except BaseException:
+        if tmp.exists():
+            os.replace(tmp, out_dir / f"{notebook.stem}.failed.ipynb")
+        raise
+    os.replace(tmp, final)
+    (out_dir / f"{notebook.stem}.failed.ipynb").unlink(missing_ok=True)
+    return final
+
+
+def sweep(
+    notebooks: list[str | os.PathLike],
+    profile: str = "smoke",
+    seeds=(1337, 42, 123),
+    variants=None,
+    results_dir: str | os.PathLike | None = None,
+    jobs: int | None = None,
+    threads: int | None = None,
+    executor: str = "local",
+    device: str = "auto",
+    cluster: str | None = None,
+    run_notebooks: bool = True,
+    progress: bool | None = None,
+) -> SweepReport:
+    started = time.perf_counter()
+    results = Path(results_dir).resolve() if results_dir else default_results_dir()
+    paths = [Path(n).resolve() for n in notebooks]
+    for path in paths:
+        if not path.is_file():
+            raise FileNotFoundError(f"notebook {path} not found: pass a file from notebooks/ or --all")
+        section_name(path)
+    params = {"profile": profile, "seeds": [int(s) for s in seeds]}
+    if variants:
+        params["variants"] = list(variants)
+    specs = list(dict.fromkeys(s for p in paths for s in plan(p.stem, **params)))
+    todo = missing(specs, results)
+    report = SweepReport(cached=len(specs) - len(todo))
+    report.trained, report.failed_runs = train_specs(todo, results, jobs, threads, executor, device, cluster, progress)
+    if run_notebooks:
+        for path in paths:
+            injected = {**params, "results_dir": str(results), "device": device, "train_missing": False}
+            try:
+                report.notebooks.append(str(execute_notebook(path, injected, results / profile / "notebooks")))
+            except Exception as exc:
+                lines = [line for line in str(exc).strip().splitlines() if line.strip()]
+                report.failed_notebooks.append((path.name, lines[-1] if lines else exc.__class__.__name__))
+    report.wall_seconds = time.perf_counter() - started
+    return report

@@ -1,0 +1,116 @@
+"""Section plans, the sweep (process pool and submitit), and every notebook under papermill."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from residual_lib import sections
+from residual_lib.__main__ import main
+from residual_lib.sections import RunSpec, plan
+from residual_lib.sweep import all_notebooks, execute_notebook, sweep, train_specs
+
+SEEDS = [1337, 42]
+NOTEBOOKS = all_notebooks()
+
+
+def _digest(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*.json"))}
+
+
+@pytest.fixture(scope="module")
+def smoke_results(tmp_path_factory):
+    """Every section's runs at smoke, trained once by a sweep without notebooks."""
+    results = tmp_path_factory.mktemp("results")
+    report = sweep([str(p) for p in NOTEBOOKS], profile="smoke", seeds=SEEDS, results_dir=results,
+                   run_notebooks=False, progress=False)
+    assert report.ok and report.cached == 0
+    expected = {s for p in NOTEBOOKS for s in plan(p.stem, "smoke", SEEDS)}
+    assert len(report.trained) == len(expected)
+    return results
+
+
+def test_there_is_one_notebook_per_paper_section():
+    assert [p.stem for p in NOTEBOOKS] == list(sections.PLANS)
+
+
+def test_plans_ask_for_the_runs_each_section_describes():
+    assert plan("03_setup", "smoke", SEEDS) == []
+    collapse = plan("04_joint_collapse", "smoke", SEEDS)
+    assert {s.eval_mode for s in collapse} == {"random"} and {s.seed for s in collapse} == {1337}
+    central = plan("06_central", "smoke", SEEDS)
+    assert len(central) == 8 and all(s.eval_mode == "fixed" and s.deterministic for s in central)
+    gains = {s.gain for s in plan("05_confounds", "smoke", SEEDS)}
+    assert gains == {0.5, 1.0, 2.0, 4.0}
+    assert {s.variant for s in plan("07_mechanism", "smoke", SEEDS)} == {"attn_only", "ffn_only", "mixer"}
+    repro = plan("08_reproduction", "smoke", SEEDS)
+    assert sum(not s.deterministic for s in repro) == 3
+    with pytest.raises(ValueError, match="no section named"):
+        plan("99_nothing", "smoke", SEEDS)
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_executes_under_papermill(notebook, smoke_results, tmp_path):
+    params = {"profile": "smoke", "seeds": SEEDS, "results_dir": str(smoke_results), "train_missing": False}
+    before = _digest(smoke_results)
+    executed = execute_notebook(notebook, params, tmp_path)
+    nb = json.loads(executed.read_text())
+    errors = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])
+              if o["output_type"] == "error"]
+    assert not errors
+    injected = [c for c in nb["cells"] if "injected-parameters" in c["metadata"].get("tags", [])]
+    assert len(injected) == 1 and "train_missing = False" in "".join(injected[0]["source"])
+    assert _digest(smoke_results) == before  # the notebook only read records
+
+
+def test_a_notebook_with_missing_records_names_the_sweep_command(tmp_path):
+    with pytest.raises(Exception, match="python -m residual_lib sweep notebooks/06_central.py"):
+        execute_notebook(NOTEBOOKS[3], {"profile": "smoke", "seeds": [7], "results_dir": str(tmp_path),
+                                        "train_missing": False}, tmp_path / "out")
+    assert (tmp_path / "out" / "06_central.failed.ipynb").is_file()
+    assert not (tmp_path / "out" / "06_central.ipynb").exists()
+
+
+def test_a_second_sweep_trains_nothing_and_leaves_records_byte_identical(smoke_results):
+    before = _digest(smoke_results)
+    report = sweep([str(p) for p in NOTEBOOKS], profile="smoke", seeds=SEEDS, results_dir=smoke_results,
+                   run_notebooks=False, progress=False)
+    assert report.ok and report.trained == [] and report.cached == len(before)
+    assert _digest(smoke_results) == before
+
+
+def test_a_failed_run_does_not_stop_the_others(tmp_path, monkeypatch, capsys):
+    good = [RunSpec("smoke", "full", 5), RunSpec("smoke", "ffn_only", 5)]
+    bad = RunSpec("smoke", "full", 5, gain=-1.0)  # an invalid gain: the worker raises
+    monkeypatch.setattr("residual_lib.sweep.plan", lambda section, **kw: [good[0], bad, good[1]])
+    status = main(["sweep", str(NOTEBOOKS[3]), "--profile", "smoke", "--out", str(tmp_path / "r"),
+                   "--no-notebooks", "--jobs", "2"])
+    out = capsys.readouterr().out
+    assert status == 1
+    assert "2 run(s) trained" in out and "1 failed" in out
+    assert "FAILED run smoke full seed 5 (gain -1)" in out and "gain must be a positive number" in out
+    assert len(list((tmp_path / "r" / "smoke").glob("*.json"))) == 2
+    log = tmp_path / "r" / "smoke" / "logs" / f"full_seed5_{bad.key}.log"
+    assert "RunError: gain must be a positive number" in log.read_text()
+
+
+def _comparable(path: str) -> dict:
+    rec = json.loads(Path(path).read_text())
+    return {k: rec[k] for k in ("key", "curves", "final_val_loss", "best_val_loss", "diagnostics", "config")}
+
+
+def test_submitit_local_executor_makes_the_same_records_as_the_process_pool(tmp_path):
+    specs = [RunSpec("smoke", "attn_only", 9), RunSpec("smoke", "no_residual", 9)]
+    local, failed = train_specs(specs, tmp_path / "local", jobs=2, threads=1, executor="local", progress=False)
+    assert not failed
+    remote, failed = train_specs(specs, tmp_path / "submitit", jobs=2, threads=1, executor="submitit",
+                                 cluster="local", progress=False)
+    assert not failed, failed
+    assert sorted(Path(p).name for p in local) == sorted(Path(p).name for p in remote)
+    for a in sorted(local):
+        b = str(tmp_path / "submitit" / "smoke" / Path(a).name)
+        assert _comparable(a) == _comparable(b)

@@ -8,7 +8,7 @@ SEEDS   ?= 1337
 RESULTS ?= results
 VARIANTS ?= full attn_only ffn_only no_residual
 
-.PHONY: venv run test clean
+.PHONY: venv run sweep test clean
 
 venv: $(VENV)/.installed
 
@@ -24,6 +24,10 @@ run: venv
 	  $(PY) -m residual_lib train --variant $$variant --profile $(PROFILE) --seed $$seed --out $(RESULTS) || exit 1; \
 	done; done
 	$(PY) -m residual_lib summary $(RESULTS) --profile $(PROFILE)
+
+# Every section notebook at $(PROFILE), via papermill (trains only what is missing).
+sweep: venv
+	$(PY) -m residual_lib sweep --all --profile $(PROFILE) --seeds $(SEEDS)
 
 test: venv
 	$(PY) -m pytest -q

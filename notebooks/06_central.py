@@ -29,8 +29,6 @@ results_dir = None
 train_missing = True
 
 # %%
-import pandas as pd
-
 from residual_lib import analysis, paper, plots
 from residual_lib.sections import ensure
 
@@ -66,16 +64,10 @@ fig = plots.loss_curves(analysis.curves(records, "val"), floor=floor,
 # bootstrap interval (scipy). With a single seed only the point difference is shown.
 
 # %%
-def losses(variant):
-    return records.loc[records.variant == variant, "final_val_loss"].to_numpy()
-
-
-comparisons = [("ffn_only", "attn_only"), ("ffn_only", "no_residual"), ("attn_only", "full")]
-gaps = pd.DataFrame([{"comparison": f"{a} − {b}", **analysis.welch_gap(losses(a), losses(b))}
-                     for a, b in comparisons if len(losses(a)) and len(losses(b))])
-gaps = pd.concat([gaps, pd.DataFrame([{"comparison": "ffn_only − unigram floor", "gap": losses("ffn_only").mean() - floor,
-                                       "n_a": len(losses("ffn_only"))}])], ignore_index=True)
-gaps.set_index("comparison")
+gaps = analysis.gap_table(records, [("ffn_only", "attn_only"), ("ffn_only", "no_residual"), ("attn_only", "full")])
+ffn = records.loc[records.variant == "ffn_only", "final_val_loss"]
+gaps.loc["ffn_only − unigram floor", ["gap", "n_a"]] = [ffn.mean() - floor, len(ffn)]
+gaps
 
 # %% [markdown]
 # The paper's values for the same quantities:

@@ -35,9 +35,6 @@ results_dir = None
 train_missing = True
 
 # %%
-import numpy as np
-import pandas as pd
-
 from residual_lib import analysis, paper, plots
 from residual_lib.sections import ensure
 
@@ -84,12 +81,7 @@ summary
 fig = plots.final_losses(records, floor=floor, title="AttnOnly, FFNOnly and the position-blind mixer")
 
 # %%
-def losses(variant):
-    return records.loc[records.variant == variant, "final_val_loss"].to_numpy()
-
-
-pd.DataFrame([{"comparison": f"{a} − {b}", **analysis.welch_gap(losses(a), losses(b))}
-              for a, b in [("mixer", "attn_only"), ("ffn_only", "mixer")]]).set_index("comparison")
+analysis.gap_table(records, [("mixer", "attn_only"), ("ffn_only", "mixer")])
 
 # %%
 claims[claims.claim == "mixer_test"][["variant", "value", "statement"]].rename(columns={"value": "paper's value"})

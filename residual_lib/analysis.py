@@ -112,3 +112,15 @@ def welch_gap(a: np.ndarray, b: np.ndarray, confidence: float = 0.95) -> dict:
 def alpha_matrix(path) -> np.ndarray:
     """Attention diagonal mass, layers x heads, of one record."""
     return np.array(read_record(path)["diagnostics"]["alpha_tt"])
+
+
+def gap_table(frame: pd.DataFrame, pairs, value: str = "final_val_loss") -> pd.DataFrame:
+    """:func:`welch_gap` of ``value`` for each ``(a, b)`` variant pair present in ``frame``,
+    one row per comparison ``a − b``."""
+    rows = []
+    for a, b in pairs:
+        xa = frame.loc[frame.variant == a, value].to_numpy()
+        xb = frame.loc[frame.variant == b, value].to_numpy()
+        if len(xa) and len(xb):
+            rows.append({"comparison": f"{a} − {b}", **welch_gap(xa, xb)})
+    return pd.DataFrame(rows).set_index("comparison") if rows else pd.DataFrame()

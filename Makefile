@@ -8,7 +8,7 @@ SEEDS   ?= 1337
 RESULTS ?= results
 VARIANTS ?= full attn_only ffn_only no_residual
 
-.PHONY: venv run sweep test clean
+.PHONY: venv run sweep book test clean
 
 venv: $(VENV)/.installed
 
@@ -29,8 +29,12 @@ run: venv
 sweep: venv
 	$(PY) -m residual_lib sweep --all --profile $(PROFILE) --seeds $(SEEDS)
 
+# The jupyter-book site in _build/html, from the records under results/$(PROFILE) (nothing is trained).
+book: venv
+	$(PY) -m residual_lib book --profile $(PROFILE)
+
 test: venv
 	$(PY) -m pytest -q
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache build *.egg-info _build book/executed

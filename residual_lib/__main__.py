@@ -60,6 +60,10 @@ def _build_parser() -> argparse.ArgumentParser:
     w.add_argument("--out", default=None, help="results directory (default results/ of this checkout)")
     w.add_argument("--no-notebooks", action="store_true", help="train only; do not execute the notebooks")
 
+    b = sub.add_parser("book", help="execute every notebook from the records, then build the jupyter-book site")
+    b.add_argument("--profile", default="cpu", help="profile whose records the chapters show (default cpu)")
+    b.add_argument("--results", default=None, help="results directory (default results/ of this checkout)")
+
     s = sub.add_parser("summary", help="table of final validation losses per variant")
     s.add_argument("results", nargs="?", default="results", help="results directory (default results/)")
     s.add_argument("--profile", default=None, help="only this profile")
@@ -142,10 +146,27 @@ def _sweep(args) -> int:
     return 0 if report.ok else 1
 
 
+def _book(args) -> int:
+    import subprocess
+
+    from .book import build
+
+    get_profile(args.profile)
+    try:
+        index = build(args.profile, args.results)
+    except subprocess.CalledProcessError:
+        raise RunError("jupyter-book reported warnings or errors (shown above): fix them and rebuild") from None
+    except Exception as exc:  # a notebook raised: papermill names the cell
+        lines = [line for line in str(exc).splitlines() if line.strip()]
+        raise RunError(f"a book page failed to execute: {lines[-1] if lines else exc.__class__.__name__}") from None
+    print(index)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
     try:
-        return {"train": _train, "sweep": _sweep, "summary": _summary}[args.command](args)
+        return {"train": _train, "sweep": _sweep, "book": _book, "summary": _summary}[args.command](args)
     except (RunError, ProfileError, DataError) as exc:
         print(f"python -m residual_lib: error: {exc}", file=sys.stderr)
         return 2

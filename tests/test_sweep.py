@@ -114,3 +114,26 @@ def test_submitit_local_executor_makes_the_same_records_as_the_process_pool(tmp_
     for a in sorted(local):
         b = str(tmp_path / "submitit" / "smoke" / Path(a).name)
         assert _comparable(a) == _comparable(b)
+
+
+def test_the_book_builds_from_records_with_a_verdict_per_claim(smoke_results, tmp_path):
+    import re
+    import shutil
+
+    from residual_lib import book, paper
+
+    root = Path(book.ROOT)
+    for name in ("_config.yml", "_toc.yml"):
+        shutil.copy(root / name, tmp_path / name)
+    shutil.copytree(root / "book", tmp_path / "book", ignore=shutil.ignore_patterns("executed"))
+    index = book.build("smoke", smoke_results, root=tmp_path)
+    assert index.is_file()
+    html = (tmp_path / "_build" / "html" / "book" / "executed" / "scorecard.html").read_text()
+    table = html[html.index('id="scorecard"'):html.index("</table>", html.index('id="scorecard"'))]
+    rows = re.findall(r"<tr>(.*?)</tr>", table, flags=re.S)[1:]  # skip the header
+    claims = set(paper.claims().claim)
+    assert {re.search(r"<td>(\w+)</td>", r).group(1) for r in rows} == claims
+    assert all('class="verdict"' in r for r in rows)
+    intro = (tmp_path / "_build" / "html" / "book" / "intro.html").read_text()
+    assert "records of the smoke profile" in re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", intro))
+    assert any((tmp_path / "_build" / "html" / "_images").glob("*.png"))

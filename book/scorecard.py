@@ -1,0 +1,66 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Scorecard
+#
+# One row per claim of the paper and per profile at which it can be checked. The paper's
+# values come from `residual_lib/paper_claims.csv`, labelled as the paper's; *ours* and the
+# *verdict* are computed from this repository's run records by the rules listed below the
+# table. A claim of the 10M model is checked at `paper-10m` (the paper's setting) and at the
+# small stand-in profile; a 124M claim only at `paper-124m`. Where no records exist at a
+# profile the verdict says so.
+
+# %% tags=["parameters"]
+profile = "smoke"
+seeds = [1337, 42, 123]  # unused here: the scorecard reads every record
+results_dir = None
+train_missing = False
+
+# %%
+from pathlib import Path
+
+import pandas as pd
+from IPython.display import HTML, Markdown
+
+from residual_lib import scorecard
+from residual_lib.book import glue
+from residual_lib.sections import default_results_dir
+
+results = Path(results_dir) if results_dir else default_results_dir()
+table = scorecard.build(results, stand_in=profile)
+counts = table.verdict.value_counts()
+for verdict in scorecard.VERDICTS:
+    glue(f"n_{verdict.replace(' ', '_')}", int(counts.get(verdict, 0)))
+glue("n_rows", len(table))
+glue("stand_in", profile)
+
+# %%
+COLOURS = {"reproduced": "#d9f2d9", "not reproduced": "#f9d6d5", "inconclusive": "#fff2cc",
+           "not run at this scale": "#eeeeee"}
+shown = table[["claim", "section", "statement", "paper", "profile", "ours", "seeds", "verdict"]].rename(
+    columns={"paper": "paper's value(s)"})
+rows_html = shown.to_html(index=False, escape=True, table_id="scorecard", classes="scorecard")
+for verdict, colour in COLOURS.items():
+    rows_html = rows_html.replace(f"<td>{verdict}</td>",
+                                  f'<td class="verdict" style="background:{colour}">{verdict}</td>')
+HTML(rows_html)
+
+# %% [markdown]
+# ## Verdict counts
+
+# %%
+counts.rename("rows").to_frame()
+
+# %% [markdown]
+# ## Rules
+
+# %%
+Markdown("\n".join(f"- **{name}**: {text}" for name, text in scorecard.RULES.items()))

@@ -1,0 +1,80 @@
+"""Building the book: execute every notebook from the run records, then render the site.
+
+``python -m residual_lib book --profile cpu`` executes the section notebooks
+(``notebooks/``) and the computed book pages (``book/*.py``) with papermill, injecting the
+profile and ``train_missing=False`` so that nothing is trained, into ``book/executed/``;
+then runs ``jupyter-book build`` with warnings as errors (broken references fail the
+build). A notebook that raises fails the build too.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class _Text(str):
+    """A string whose repr is itself, so that a glued string reads as prose, not 'quoted'."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def glue(name: str, value, display: bool = False):
+    """myst-nb's ``glue`` when available (the book build), a no-op elsewhere (Colab, plain Jupyter)."""
+    try:
+        from myst_nb import glue as _glue
+    except ImportError:
+        return value
+    _glue(name, _Text(value) if isinstance(value, str) else value, display=display)
+    return value
+
+
+def pages() -> list[Path]:
+    """Every notebook the book shows: the computed book pages, then the sections."""
+    from .sweep import all_notebooks
+
+    return sorted((ROOT / "book").glob("*.py")) + all_notebooks()
+
+
+def recorded_seeds(results: Path, profile: str) -> list[int]:
+    """Seeds with a central-sweep record (fixed batches, deterministic, gain 1) for all four
+    variants: the seeds the chapters show."""
+    from .records import load_records
+    from .sections import CENTRAL_VARIANTS
+
+    frame = load_records(results / profile)
+    if frame.empty:
+        return []
+    central = frame[(frame.eval_mode == "fixed") & (frame.gain == 1.0) & (frame.replicate == 0)
+                    & frame.deterministic.astype(bool) & frame.variant.isin(CENTRAL_VARIANTS)]
+    complete = central.groupby("seed")["variant"].nunique()
+    ordered = [s for s in (1337, 42, 123) if s in complete.index] + sorted(set(complete.index) - {1337, 42, 123})
+    return [int(s) for s in ordered if complete[s] == len(CENTRAL_VARIANTS)]
+
+
+def build(profile: str = "cpu", results_dir: str | os.PathLike | None = None, root: Path = ROOT,
+          builder: str = "html", seeds: list[int] | None = None) -> Path:
+    """Execute every page from the records of ``profile`` (for ``seeds``, by default every
+    seed with a complete central sweep) and build the site; returns the index page."""
+    from .sections import default_results_dir
+    from .sweep import execute_notebook
+
+    results = Path(results_dir).resolve() if results_dir else default_results_dir()
+    seeds = seeds or recorded_seeds(results, profile)
+    if not seeds:
+        raise FileNotFoundError(f"no complete central sweep under {results / profile}: run "
+                                f"`python -m residual_lib sweep --all --profile {profile}` first")
+    out = root / "book" / "executed"
+    params = {"profile": profile, "seeds": seeds, "results_dir": str(results), "train_missing": False}
+    for page in pages():
+        execute_notebook(page, params, out)
+        print(f"executed {page.name}", file=sys.stderr, flush=True)
+    cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(root), "--builder", builder, "-W", "-n",
+           "--keep-going"]
+    subprocess.run(cmd, check=True, cwd=root)
+    return root / "_build" / "html" / "index.html"

@@ -10,6 +10,7 @@ Records live at ``<results>/<profile>/<variant>_seed<seed>_<key>.json``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -125,19 +126,28 @@ def _git(*args: str) -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
+@functools.lru_cache(maxsize=None)
+def code_version() -> tuple[str | None, bool | None]:
+    """(git commit, dirty flag) of this checkout, read once per process. The trainer calls
+    it when a run starts, so a record names the code that was loaded, even if the files
+    change while it trains. ``(None, None)`` outside a git checkout."""
+    sha = _git("rev-parse", "HEAD")
+    status = _git("status", "--porcelain", "--untracked-files=no") if sha else None
+    return sha, (bool(status) if sha else None)
+
+
 def provenance(device: str, deterministic: bool) -> dict:
     """Where and how a run was made, without host names or user names."""
     import torch
 
-    sha = _git("rev-parse", "HEAD")
-    status = _git("status", "--porcelain", "--untracked-files=no") if sha else None
+    sha, dirty = code_version()
     if device.startswith("cuda") and torch.cuda.is_available():
         device_name = torch.cuda.get_device_name(torch.device(device))
     else:
         device_name = platform.processor() or platform.machine() or "cpu"
     return {
         "git_sha": sha,
-        "git_dirty": bool(status) if sha else None,
+        "git_dirty": dirty,
         "torch_version": torch.__version__,
         "python_version": platform.python_version(),
         "device": device,

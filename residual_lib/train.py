@@ -46,7 +46,7 @@ from . import diagnostics
 from .data import ValidationSet, fixed_val_batches, get_batch, load_corpus
 from .model import VARIANTS, GPTConfig, ResidualGPT
 from .profiles import Profile, get_profile
-from .records import RECORD_VERSION, find_record, provenance, record_path, run_key, write_record
+from .records import RECORD_VERSION, code_version, find_record, provenance, record_path, run_key, write_record
 
 EVAL_MODES = ValidationSet.MODES
 
@@ -175,6 +175,7 @@ def train(
 ) -> dict:
     """Train one model and return its run record (not written; see :func:`run`)."""
     started = time.perf_counter()
+    code_version()  # pin the commit this process's code came from before training starts
     profile = get_profile(profile) if isinstance(profile, str) else profile
     check_run(variant, eval_mode, gain)
     device = resolve_device(device)

@@ -18,13 +18,13 @@
 # small stand-in profile; a 124M claim only at `paper-124m`. Where no records exist at a
 # profile the verdict says so.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "remove-cell"]
 profile = "smoke"
 seeds = [1337, 42, 123]  # unused here: the scorecard reads every record
 results_dir = None
 train_missing = False
 
-# %%
+# %% tags=["hide-input"]
 from pathlib import Path
 
 import pandas as pd
@@ -42,12 +42,12 @@ for verdict in scorecard.VERDICTS:
 glue("n_rows", len(table))
 glue("stand_in", profile)
 
-# %%
+# %% tags=["hide-input"]
 COLOURS = {"reproduced": "#d9f2d9", "not reproduced": "#f9d6d5", "inconclusive": "#fff2cc",
            "not run at this scale": "#eeeeee"}
 shown = table[["claim", "section", "statement", "paper", "profile", "ours", "seeds", "verdict"]].rename(
     columns={"paper": "paper's value(s)"})
-rows_html = shown.to_html(index=False, escape=True, table_id="scorecard", classes="scorecard")
+rows_html = shown.to_html(index=False, escape=True, table_id="scorecard-table", classes="scorecard")
 for verdict, colour in COLOURS.items():
     rows_html = rows_html.replace(f"<td>{verdict}</td>",
                                   f'<td class="verdict" style="background:{colour}">{verdict}</td>')
@@ -56,11 +56,11 @@ HTML(rows_html)
 # %% [markdown]
 # ## Verdict counts
 
-# %%
+# %% tags=["hide-input"]
 counts.rename("rows").to_frame()
 
 # %% [markdown]
 # ## Rules
 
-# %%
+# %% tags=["hide-input"]
 Markdown("\n".join(f"- **{name}**: {text}" for name, text in scorecard.RULES.items()))

@@ -9,8 +9,6 @@
 # ---
 
 # %% [markdown]
-# # 3 · Experimental setup: data and models
-# %% [markdown]
 # # 4 · The initial observation: joint collapse
 #
 # **The paper's claim.** Under nanoGPT-style evaluation (fresh random validation batches at

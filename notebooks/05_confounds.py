@@ -9,8 +9,6 @@
 # ---
 
 # %% [markdown]
-# # 3 · Experimental setup: data and models
-# %% [markdown]
 # # 5 · Challenging the observation: measurement confounds
 #
 # **The paper's claims.** (a) A runtime gain `g` multiplying each sublayer's output seemed to

@@ -9,8 +9,6 @@
 # ---
 
 # %% [markdown]
-# # 3 · Experimental setup: data and models
-# %% [markdown]
 # # 6 · The central observation: the controlled multi-seed sweep
 #
 # **The paper's claim.** With fixed validation batches (drawn once, seed 99,991) and
@@ -30,6 +28,7 @@ train_missing = True
 
 # %%
 from residual_lib import analysis, paper, plots
+from residual_lib.book import glue
 from residual_lib.sections import ensure
 
 records = ensure("06_central", profile=profile, seeds=seeds, variants=variants, results_dir=results_dir,
@@ -42,6 +41,10 @@ floor = records["unigram_floor"].iloc[0]
 # %%
 summary = analysis.variant_summary(records)
 summary["above unigram floor"] = summary["mean"] - floor
+for variant, row in summary.iterrows():  # numbers quoted in the book's prose
+    glue(f"{variant}_result", f"{row['mean']:.3f} ± {row['std']:.3f}" if row["seeds"] > 1 else f"{row['mean']:.3f}")
+glue("unigram_floor", f"{floor:.3f}")
+glue("n_seeds", int(summary["seeds"].min()))
 summary
 
 # %%

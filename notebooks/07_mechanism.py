@@ -9,8 +9,6 @@
 # ---
 
 # %% [markdown]
-# # 3 · Experimental setup: data and models
-# %% [markdown]
 # # 7 · The mechanism: the cross-position routing hypothesis
 #
 # **The paper's hypothesis.** AttnOnly recovers although its first block is as starved of

@@ -9,8 +9,6 @@
 # ---
 
 # %% [markdown]
-# # 3 · Experimental setup: data and models
-# %% [markdown]
 # # 8 · The reproduction log
 #
 # **The paper's account.** Three non-deterministic runs of AttnOnly at seed 1337 gave 1.97,

@@ -29,9 +29,8 @@ def glue(name: str, value, display: bool = False):
     try:
         from myst_nb import glue as _glue
     except ImportError:
-        return value
+        return
     _glue(name, _Text(value) if isinstance(value, str) else value, display=display)
-    return value
 
 
 def pages() -> list[Path]:
@@ -39,6 +38,19 @@ def pages() -> list[Path]:
     from .sweep import all_notebooks
 
     return sorted((ROOT / "book").glob("*.py")) + all_notebooks()
+
+
+def _remove_injected_cell(path: Path) -> None:
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        tags = cell.metadata.get("tags", [])
+        if "injected-parameters" in tags and "remove-cell" not in tags:
+            cell.metadata["tags"] = [*tags, "remove-cell"]
+    tmp = path.with_name(f".{path.name}.tmp")
+    nbformat.write(nb, tmp)
+    os.replace(tmp, path)
 
 
 def recorded_seeds(results: Path, profile: str) -> list[int]:
@@ -72,7 +84,9 @@ def build(profile: str = "cpu", results_dir: str | os.PathLike | None = None, ro
     out = root / "book" / "executed"
     params = {"profile": profile, "seeds": seeds, "results_dir": str(results), "train_missing": False}
     for page in pages():
-        execute_notebook(page, params, out)
+        executed = execute_notebook(page, params, out)
+        if page.parent.name == "book":  # narrative pages: the parameters papermill injected are not content
+            _remove_injected_cell(executed)
         print(f"executed {page.name}", file=sys.stderr, flush=True)
     cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(root), "--builder", builder, "-W", "-n",
            "--keep-going"]

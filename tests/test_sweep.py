@@ -116,24 +116,96 @@ def test_submitit_local_executor_makes_the_same_records_as_the_process_pool(tmp_
         assert _comparable(a) == _comparable(b)
 
 
-def test_the_book_builds_from_records_with_a_verdict_per_claim(smoke_results, tmp_path):
-    import re
+@pytest.fixture(scope="module")
+def built_book(smoke_results, tmp_path_factory) -> Path:
+    """The site built from the smoke records in a temporary copy of the book's sources."""
     import shutil
 
-    from residual_lib import book, paper
+    from residual_lib import book
 
-    root = Path(book.ROOT)
+    root, tmp = Path(book.ROOT), tmp_path_factory.mktemp("site")
     for name in ("_config.yml", "_toc.yml"):
-        shutil.copy(root / name, tmp_path / name)
-    shutil.copytree(root / "book", tmp_path / "book", ignore=shutil.ignore_patterns("executed"))
-    index = book.build("smoke", smoke_results, root=tmp_path)
+        shutil.copy(root / name, tmp / name)
+    shutil.copytree(root / "book", tmp / "book", ignore=shutil.ignore_patterns("executed"))
+    index = book.build("smoke", smoke_results, root=tmp)
     assert index.is_file()
-    html = (tmp_path / "_build" / "html" / "book" / "executed" / "scorecard.html").read_text()
-    table = html[html.index('id="scorecard"'):html.index("</table>", html.index('id="scorecard"'))]
+    return tmp / "_build" / "html"
+
+
+def test_the_book_builds_from_records_with_a_verdict_per_claim(built_book):
+    import re
+
+    from residual_lib import paper
+
+    html = (built_book / "book" / "executed" / "scorecard.html").read_text()
+    table = html[html.index('id="scorecard-table"'):html.index("</table>", html.index('id="scorecard-table"'))]
     rows = re.findall(r"<tr>(.*?)</tr>", table, flags=re.S)[1:]  # skip the header
     claims = set(paper.claims().claim)
     assert {re.search(r"<td>(\w+)</td>", r).group(1) for r in rows} == claims
     assert all('class="verdict"' in r for r in rows)
-    intro = (tmp_path / "_build" / "html" / "book" / "intro.html").read_text()
-    assert "records of the smoke profile" in re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", intro))
-    assert any((tmp_path / "_build" / "html" / "_images").glob("*.png"))
+    intro = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", (built_book / "book" / "intro.html").read_text()))
+    assert "records of the smoke profile" in intro and "2 seeds per variant" in intro
+    assert any((built_book / "_images").glob("*.png"))
+    for page in ("not_reproduced", "confounds", "03_setup", "08_reproduction"):
+        assert (built_book / "book" / "executed" / f"{page}.html").is_file()
+    titles = {re.search(r"<title>([^<&]*)", (built_book / "book" / "executed" / f"{p.stem}.html").read_text()).group(1)
+              for p in NOTEBOOKS}
+    assert len(titles) == len(NOTEBOOKS)  # every chapter has its own title
+
+
+def test_the_book_in_a_real_browser(built_book):
+    """Headless Chromium loads the index and the scorecard: a row per claim with a verdict,
+    and at least one figure that actually loaded. Saves screenshots under test-output/."""
+    import functools
+    import http.server
+    import os
+    import shutil
+    import threading
+
+    from residual_lib import paper, scorecard
+
+    chromium, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
+    if not (chromium and driver_path):
+        if os.environ.get("RESIDUAL_REQUIRE_BROWSER"):
+            pytest.fail("chromium and chromedriver are required: apt-get install chromium chromium-driver")
+        pytest.skip("chromium and chromedriver not installed")
+    from selenium import webdriver
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(built_book))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--window-size=1300,1800"):
+        options.add_argument(flag)
+    out = Path(__file__).resolve().parents[1] / "test-output"
+    out.mkdir(exist_ok=True)
+    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=driver_path))
+    try:
+        driver.get(f"{base}/index.html")  # redirects to the introduction
+        WebDriverWait(driver, 15).until(lambda d: d.current_url.endswith("book/intro.html"))
+        assert "what holds up" in driver.title
+        driver.save_screenshot(str(out / "index.png"))
+
+        driver.get(f"{base}/book/executed/scorecard.html")
+        rows = driver.find_elements(By.CSS_SELECTOR, "table#scorecard-table tbody tr")
+        claims = {row.find_elements(By.TAG_NAME, "td")[0].text for row in rows}
+        verdicts = [row.find_element(By.CSS_SELECTOR, "td.verdict").text for row in rows]
+        assert claims == set(paper.claims().claim)
+        assert len(verdicts) == len(rows) and set(verdicts) <= set(scorecard.VERDICTS)
+        driver.save_screenshot(str(out / "scorecard.png"))
+
+        driver.get(f"{base}/book/executed/06_central.html")
+        count_loaded = ("const imgs = Array.from(document.images); imgs.forEach(i => i.scrollIntoView());"
+                        "return imgs.filter(i => i.complete && i.naturalWidth > 0).length")
+        WebDriverWait(driver, 15).until(lambda d: d.execute_script(count_loaded) >= 1)
+        driver.execute_script("window.scrollTo(0, 0)")
+        driver.save_screenshot(str(out / "06_central.png"))
+    finally:
+        driver.quit()
+        server.shutdown()

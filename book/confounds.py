@@ -1,0 +1,76 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Confounds and corrections
+#
+# The paper corrected two measurement confounds on its way to the controlled sweep. This
+# page shows, from this repository's records, what each confound does and what the
+# correction changes. The full analysis is in the [section 5 chapter](05_confounds).
+
+# %% tags=["parameters", "remove-cell"]
+profile = "smoke"
+seeds = [1337, 42, 123]
+variants = ["full", "attn_only", "ffn_only", "no_residual"]
+results_dir = None
+train_missing = False
+gains = [0.5, 1.0, 2.0, 4.0]
+gain_variant = "attn_only"
+tolerance = 0.05
+
+# %% tags=["hide-input"]
+from residual_lib import analysis, plots
+from residual_lib.book import glue
+from residual_lib.sections import ensure
+
+records = ensure("05_confounds", profile=profile, seeds=seeds, variants=variants, results_dir=results_dir,
+                 train_missing=train_missing, gains=gains, gain_variant=gain_variant)
+gain_runs = records[(records.variant == gain_variant) & (records.seed == seeds[0]) & records.gain.isin(gains)]
+central = records[(records.gain == 1.0) & (records.eval_mode == "fixed") & records.variant.isin(variants)]
+
+# %% [markdown]
+# ## 1. Runtime gain: a reparameterization the optimiser undoes
+#
+# **Confound.** Multiplying every sublayer's output by a constant `g` looked like a rescue
+# of AttnOnly. But AdamW's updates are invariant to the scale of the gradient, and the
+# weights just before the gain can absorb any constant factor, so a constant gain changes
+# the early trajectory and little else. **Correction.** Compare the curves of several gains
+# with the same seed and data order, and judge by where they end, not where they start.
+
+# %% tags=["hide-input"]
+train = analysis.curves(gain_runs, "train")
+spread, merged_at = analysis.gain_equivalence(train, tolerance)
+final = gain_runs.groupby("gain")["final_val_loss"].mean()
+glue("gain_final_spread", float(final.max() - final.min()))
+glue("gain_merged_at", merged_at if merged_at is not None else "never")
+fig = plots.gain_curves(train, spread, tolerance)
+
+# %% tags=["hide-input"]
+final.rename("final validation loss").to_frame()
+
+# %% [markdown]
+# ## 2. Validation noise: random batches against fixed batches
+#
+# **Confound.** nanoGPT estimates the validation loss on freshly sampled batches at every
+# evaluation, so two runs are compared on different text. **Correction.** Draw the
+# validation batches once (seed 99,991) and evaluate every run on the same ones. Below, each
+# final model evaluated on several random draws, as deviations from its fixed-batch loss.
+
+# %% tags=["hide-input"]
+estimates = analysis.val_estimates(central)
+glue("eval_noise_std", float(estimates["deviation"].std()))
+fig = plots.eval_spread(estimates)
+
+# %% tags=["hide-input"]
+import pandas as pd
+
+pd.DataFrame([{"pair": f"{a} vs {b}", "misorder probability": analysis.misorder_probability(estimates, a, b)}
+              for a, b in [("attn_only", "ffn_only"), ("ffn_only", "no_residual"), ("full", "attn_only")]]
+             ).set_index("pair")

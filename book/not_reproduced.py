@@ -1,0 +1,57 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # What did not reproduce
+#
+# Every claim whose verdict is `not reproduced` or `inconclusive` at a profile with records,
+# with the paper's statement, what these runs measured, and the rule that decided. The rows
+# come from the same computation as the [scorecard](scorecard); nothing on this page is typed.
+
+# %% tags=["parameters", "remove-cell"]
+profile = "smoke"
+seeds = [1337, 42, 123]
+results_dir = None
+train_missing = False
+
+# %% tags=["hide-input"]
+from pathlib import Path
+
+from IPython.display import Markdown
+
+from residual_lib import scorecard
+from residual_lib.book import glue
+from residual_lib.sections import default_results_dir
+
+results = Path(results_dir) if results_dir else default_results_dir()
+table = scorecard.build(results, stand_in=profile)
+failed = table[table.verdict.isin(["not reproduced", "inconclusive"])]
+glue("n_failed", len(failed))
+glue("n_not_run", int((table.verdict == "not run at this scale").sum()))
+
+# %% tags=["hide-input"]
+def entry(row) -> str:
+    return (f"### {row.claim} at `{row.profile}`: {row.verdict}\n\n"
+            f"- **The paper** (section {row.section}): {row.statement}. Reported: {row.paper}.\n"
+            f"- **Here** (seeds {row.seeds}): {row.ours}.\n"
+            f"- **Rule**: {row.rule}.\n")
+
+
+Markdown("\n".join(entry(row) for row in failed.itertuples()) if len(failed)
+         else "Every claim checked at this profile reproduced.")
+
+# %% [markdown]
+# ## Not run at this scale
+#
+# Claims that need records at a profile this book has none for (the paper's own 10M and
+# 124M settings need a GPU: `python -m residual_lib sweep --all --profile paper-10m --device cuda`).
+
+# %% tags=["hide-input"]
+table[table.verdict == "not run at this scale"][["claim", "profile", "statement"]]

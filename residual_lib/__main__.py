@@ -154,6 +154,8 @@ def _book(args) -> int:
     get_profile(args.profile)
     try:
         index = build(args.profile, args.results)
+    except FileNotFoundError as exc:  # no records for this profile yet
+        raise RunError(str(exc)) from None
     except subprocess.CalledProcessError:
         raise RunError("jupyter-book reported warnings or errors (shown above): fix them and rebuild") from None
     except Exception as exc:  # a notebook raised: papermill names the cell

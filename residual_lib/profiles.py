@@ -15,8 +15,8 @@ evaluation mode and gain.
   tokens (262M tokens, about 2.3 passes over the ~113M-token corpus) with
   nanoGPT's GPT-2 optimiser settings (lr 6e-4 -> 6e-5, 200 warm-up steps,
   beta2 0.95, weight decay 0.1, no dropout). That is long enough for the full model
-  to leave the ~7.4 collapse plateau the paper reports far behind, while a run stays
-  around ten minutes on one modern GPU. Needs a GPU.
+  to leave the ~7.4 collapse plateau the paper reports far behind, and short enough
+  for a multi-seed sweep on one GPU. Needs a GPU.
 """
 
 from __future__ import annotations

@@ -29,3 +29,11 @@ def value(claim: str, variant: str, quantity: str) -> float:
     if len(rows) != 1:
         raise KeyError(f"no single paper value for {claim}/{variant}/{quantity}: see residual_lib/paper_claims.csv")
     return float(rows["value"].iloc[0])
+
+
+def section(number: int | str) -> pd.DataFrame:
+    """The paper's reported values for one of its sections, for display beside ours."""
+    table = claims()
+    rows = table[table.section == str(number)]
+    return rows[["claim", "scale", "variant", "quantity", "value", "std", "seeds", "statement"]].rename(
+        columns={"value": "paper's value", "std": "paper's std"}).reset_index(drop=True)

@@ -34,7 +34,6 @@ from residual_lib.sections import ensure
 records = ensure("04_joint_collapse", profile=profile, seeds=seeds, variants=variants, results_dir=results_dir,
                  train_missing=train_missing, device=device)
 floor = records["unigram_floor"].iloc[0]
-claims = paper.claims()
 
 # %% [markdown]
 # The paper's reported values for this section:
@@ -50,10 +49,6 @@ summary = analysis.variant_summary(records)
 summary["ratio to full"] = analysis.degradation_ratios(records)
 summary["above unigram floor"] = summary["mean"] - floor
 summary
-
-# %%
-paper_rows = claims[claims.claim.isin(["joint_collapse_10m", "joint_collapse_124m"])]
-paper_rows[["scale", "quantity", "value", "statement"]].rename(columns={"value": "paper's value"})
 
 # %%
 val = analysis.curves(records, "val")

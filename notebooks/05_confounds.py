@@ -38,7 +38,6 @@ records = ensure("05_confounds", profile=profile, seeds=seeds, variants=variants
                  train_missing=train_missing, device=device, gains=gains, gain_variant=gain_variant)
 gain_runs = records[(records.variant == gain_variant) & (records.seed == seeds[0]) & records.gain.isin(gains)]
 central = records[(records.gain == 1.0) & (records.eval_mode == "fixed") & records.variant.isin(variants)]
-claims = paper.claims()
 
 # %% [markdown]
 # The paper's reported values for this section:
@@ -66,9 +65,6 @@ print(f"final validation loss spread across gains: {gain_table.final_val_loss.ma
 
 # %%
 fig = plots.gain_curves(train, spread, tolerance)
-
-# %%
-claims[claims.claim == "gain_confound"][["quantity", "value", "statement"]].rename(columns={"value": "paper's value"})
 
 # %% [markdown]
 # ## (b) Evaluation noise: random against fixed validation batches
@@ -108,5 +104,3 @@ pd.DataFrame([{"pair": f"{a} vs {b}", "misorder probability": analysis.misorder_
 drift = central.groupby("variant")[["diag_representation_drift", "diag_hidden_norm_growth"]].agg(["mean", "std"])
 drift.reindex(analysis.variant_order(central))
 
-# %%
-claims[claims.claim == "representation_drift"][["variant", "value"]].rename(columns={"value": "paper's drift"})

@@ -78,10 +78,3 @@ ffn = records.loc[records.variant == "ffn_only", "final_val_loss"]
 gaps.loc["ffn_only − unigram floor", ["gap", "n_a"]] = [ffn.mean() - floor, len(ffn)]
 gaps
 
-# %% [markdown]
-# The paper's values for the same quantities:
-
-# %%
-claims = paper.claims()
-claims[claims.claim.isin(["central_10m", "ffn_vs_no_residual", "ratio_10m"])][
-    ["scale", "variant", "quantity", "value", "std", "seeds"]].rename(columns={"value": "paper's value"})

@@ -88,5 +88,3 @@ fig = plots.final_losses(records, floor=floor, title="AttnOnly, FFNOnly and the 
 # %%
 analysis.gap_table(records, [("mixer", "attn_only"), ("ffn_only", "mixer")])
 
-# %%
-claims[claims.claim == "mixer_test"][["variant", "value", "statement"]].rename(columns={"value": "paper's value"})

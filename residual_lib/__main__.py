@@ -3,7 +3,9 @@
     python -m residual_lib train --variant attn_only --profile cpu --seed 1337 [--eval-mode fixed|random]
                                  [--gain 2.0] [--out DIR] [--max-iters N] [--device auto|cpu|cuda]
     python -m residual_lib sweep notebooks/06_central.py --profile cpu --seeds 1337 42 123 [--jobs N]
-                                 [--executor local|submitit] [--all]
+                                 [--threads N] [--fuse K] [--compile] [--executor local|submitit] [--all]
+    python -m residual_lib bench --profile cpu|paper-10m [--fuse K] [--steps N] [--json PATH]
+    python -m residual_lib book [--profile cpu]
     python -m residual_lib summary [DIR] [--profile cpu]
 
 ``train`` prints the record's path as its last line (reusing an existing record with
@@ -45,6 +47,7 @@ def _build_parser() -> argparse.ArgumentParser:
     t.add_argument("--data-dir", default=None, help="folder with tinyshakespeare/input.txt (default $RESIDUAL_DATA_DIR or download)")
     t.add_argument("--force", action="store_true", help="retrain even if the record exists")
     t.add_argument("--quiet", action="store_true", help="no progress output")
+    t.add_argument("--compile", action="store_true", help="train through torch.compile")
 
     w = sub.add_parser("sweep", help="train what section notebooks need, then execute them with papermill")
     w.add_argument("notebooks", nargs="*", help="notebooks/NN_section.py files")
@@ -54,11 +57,23 @@ def _build_parser() -> argparse.ArgumentParser:
     w.add_argument("--variants", nargs="+", default=None, help="variants of the central comparisons (default: all four)")
     w.add_argument("--jobs", type=int, default=None, help="runs trained at once (default: one per core on CPU, 1 on GPU)")
     w.add_argument("--threads", type=int, default=None, help="torch threads per job (default: cores / jobs)")
+    w.add_argument("--fuse", type=int, default=None,
+                   help="runs of one shape trained together per job (default: 1 on CPU, up to 8 on GPU)")
+    w.add_argument("--compile", action="store_true", help="train through torch.compile")
     w.add_argument("--executor", default="local", help="local (process pool) or submitit (Slurm, else local)")
     w.add_argument("--cluster", default=None, help="submitit cluster: slurm, local or debug (default: detected)")
     w.add_argument("--device", default="auto", help="auto, cpu or cuda (default auto)")
     w.add_argument("--out", default=None, help="results directory (default results/ of this checkout)")
     w.add_argument("--no-notebooks", action="store_true", help="train only; do not execute the notebooks")
+
+    m = sub.add_parser("bench", help="tokens/s: one model, K fused, the sweep layout, no diagnostics; matmul peak")
+    m.add_argument("--profile", default="cpu", help=f"one of {', '.join(PROFILES)} (default cpu)")
+    m.add_argument("--fuse", type=int, default=4, help="models fused, and runs in the sweep figure (default 4)")
+    m.add_argument("--steps", type=int, default=None, help="timed steps per figure (default 30; 5 for large models on CPU)")
+    m.add_argument("--warmup", type=int, default=3, help="untimed steps before each figure (default 3)")
+    m.add_argument("--device", default="auto", help="auto, cpu or cuda (default auto)")
+    m.add_argument("--json", default=None, help="also write the figures to this JSON file")
+    m.add_argument("--compile", action="store_true", help="every figure through torch.compile")
 
     b = sub.add_parser("book", help="execute every notebook from the records, then build the jupyter-book site")
     b.add_argument("--profile", default="cpu", help="profile whose records the chapters show (default cpu)")
@@ -80,6 +95,7 @@ def _train(args) -> int:
         profile, args.variant, args.seed, eval_mode=args.eval_mode, gain=args.gain,
         deterministic=not args.nondeterministic, replicate=args.replicate, results_dir=args.out,
         force=args.force, device=device, data_dir=args.data_dir, progress=False if args.quiet else None,
+        compile=args.compile,
     )
     from .records import read_record
 
@@ -124,14 +140,15 @@ def _sweep(args) -> int:
         check_run(variant, "fixed", 1.0)
     if args.executor not in ("local", "submitit"):
         raise RunError(f"unknown executor {args.executor!r}: choose local or submitit")
-    for name in ("jobs", "threads"):
+    for name in ("jobs", "threads", "fuse"):
         if getattr(args, name) is not None and getattr(args, name) <= 0:
             raise RunError(f"--{name} must be positive, got {getattr(args, name)}")
     resolve_device(args.device)
     try:
         report = sweep(notebooks, profile=args.profile, seeds=args.seeds, variants=args.variants,
                        results_dir=args.out, jobs=args.jobs, threads=args.threads, executor=args.executor,
-                       device=args.device, cluster=args.cluster, run_notebooks=not args.no_notebooks)
+                       device=args.device, cluster=args.cluster, run_notebooks=not args.no_notebooks,
+                       fuse=args.fuse, compile=args.compile)
     except (FileNotFoundError, ValueError) as exc:
         raise RunError(str(exc)) from None
     print(f"sweep ({args.profile}): {len(report.trained)} run(s) trained, {report.cached} cached, "
@@ -144,6 +161,25 @@ def _sweep(args) -> int:
     for name, message in report.failed_notebooks:
         print(f"  FAILED notebook {name}: {message}")
     return 0 if report.ok else 1
+
+
+def _bench(args) -> int:
+    from .bench import bench, report, write_json
+
+    get_profile(args.profile)
+    for name in ("fuse", "steps"):
+        if getattr(args, name) is not None and getattr(args, name) <= 0:
+            raise RunError(f"--{name} must be positive, got {getattr(args, name)}")
+    if args.warmup < 0:
+        raise RunError(f"--warmup must be >= 0, got {args.warmup}")
+    device = resolve_device(args.device)
+    result = bench(args.profile, fuse=args.fuse, steps=args.steps, warmup=args.warmup, device=device,
+                   compile=args.compile)
+    print(report(result))
+    if args.json:
+        write_json(result, args.json)
+        print(args.json)
+    return 0
 
 
 def _book(args) -> int:
@@ -168,7 +204,8 @@ def _book(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
     try:
-        return {"train": _train, "sweep": _sweep, "book": _book, "summary": _summary}[args.command](args)
+        return {"train": _train, "sweep": _sweep, "bench": _bench, "book": _book,
+                "summary": _summary}[args.command](args)
     except (RunError, ProfileError, DataError) as exc:
         print(f"python -m residual_lib: error: {exc}", file=sys.stderr)
         return 2

@@ -173,11 +173,21 @@ class Block(nn.Module):
         # sublayer's weights, which is why the gain experiment was confounded.
         self.register_buffer("gain", torch.tensor(float(config.gain)), persistent=False)
         self.use_gain = config.gain != 1.0
+        # The residual switches as 1.0 / 0.0 constants too, for fused training
+        # (residual_lib.fused): there one module graph serves models of different
+        # variants, which then differ only in these buffers. x * 1.0 + a and
+        # x * 0.0 + a are bitwise x + a and a, so both paths compute the same numbers.
+        self.register_buffer("attn_skip", torch.tensor(float(config.attn_residual)), persistent=False)
+        self.register_buffer("ffn_skip", torch.tensor(float(config.ffn_residual)), persistent=False)
+        self.tensor_switches = False
 
     def _scale(self, y: torch.Tensor) -> torch.Tensor:
         return y * self.gain if self.use_gain else y
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.tensor_switches:
+            h = x * self.attn_skip + self.attn(self.ln_1(x)) * self.gain
+            return h * self.ffn_skip + self.mlp(self.ln_2(h)) * self.gain
         a = self._scale(self.attn(self.ln_1(x)))
         h = x + a if self.attn_residual else a
         f = self._scale(self.mlp(self.ln_2(h)))
@@ -239,10 +249,19 @@ class ResidualGPT(nn.Module):
         logits = self.lm_head(self.transformer.ln_f(x))
         loss = None
         if targets is not None:
-            loss = F.cross_entropy(logits.view(-1, logits.size(-1)).float(), targets.view(-1))
+            # the loss in at least fp32 (bf16 logits under autocast; fp64 models stay fp64)
+            logits_hp = logits.to(torch.promote_types(logits.dtype, torch.float32))
+            loss = F.cross_entropy(logits_hp.view(-1, logits.size(-1)), targets.view(-1))
         if return_hidden:
             return logits, loss, hidden
         return logits, loss
+
+    def use_tensor_switches(self, enabled: bool = True) -> "ResidualGPT":
+        """Read the residual switches and the gain from buffers instead of Python flags
+        (same numbers; lets ``torch.func`` stack models of different variants)."""
+        for block in self.transformer.h:
+            block.tensor_switches = enabled
+        return self
 
     def layer_groups(self) -> dict[str, list[nn.Parameter]]:
         """Parameters grouped for per-layer gradient norms: ``embedding`` (wte, which is

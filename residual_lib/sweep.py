@@ -6,7 +6,8 @@
    runs whose record exists are skipped, so a second sweep trains nothing and a killed
    sweep resumes where it stopped.
 2. Missing runs are trained by a pool of worker processes (``--jobs``, each with
-   ``--threads`` torch threads), or submitted through submitit (``--executor submitit``:
+   ``--threads`` torch threads, training up to ``--fuse`` runs of one shape together:
+   :mod:`residual_lib.fused`; :func:`default_layout` picks all three), or submitted through submitit (``--executor submitit``:
    Slurm when the machine has it, otherwise submitit's local executor; ``--cluster``
    forces one). A failed run does not stop the others; it is listed at the end with
    its log, and the sweep exits with status 1.
@@ -48,15 +49,25 @@ def all_notebooks(directory: Path = NOTEBOOK_DIR) -> list[Path]:
     return sorted(p for p in directory.glob("[0-9][0-9]_*.py"))
 
 
-def default_layout(n_runs: int, device: str) -> tuple[int, int]:
-    """(jobs, threads per job). On CUDA one process owns the GPU. On CPU, single-threaded
-    processes, one per core, beat one process using every core (small matrices scale
-    poorly across threads); with fewer runs than cores the spare cores go to threads."""
+#: Models fused per process on a GPU: a paper-10m model keeps well under a tenth of an
+#: H200 busy, and eight of them fit its memory many times over.
+GPU_FUSE = 8
+
+
+def default_layout(n_runs: int, device: str) -> tuple[int, int, int]:
+    """(jobs, threads per job, models fused per job) for ``n_runs`` runs of one shape.
+
+    On CUDA one process owns the GPU and trains up to :data:`GPU_FUSE` models at once.
+    On CPU, single-threaded processes, one per core, beat one process using every core
+    (small matrices scale poorly across threads), and fusing models adds nothing there
+    (a batched matrix multiply of K small models costs what K small ones do; see
+    ``python -m residual_lib bench``); with fewer runs than cores the spare cores go
+    to threads."""
     if device.startswith("cuda") or (device == "auto" and _cuda_available()):
-        return 1, max(1, os.cpu_count() or 1)
+        return 1, max(1, os.cpu_count() or 1), max(1, min(n_runs, GPU_FUSE))
     cores = max(1, os.cpu_count() or 1)
     jobs = max(1, min(n_runs, cores))
-    return jobs, max(1, cores // jobs)
+    return jobs, max(1, cores // jobs), 1
 
 
 def _cuda_available() -> bool:
@@ -65,25 +76,38 @@ def _cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
-def _train_spec(spec: dict, results_dir: str, device: str, threads: int, log_path: str) -> str:
-    """Worker: train one run with ``threads`` torch threads, progress lines to ``log_path``."""
+def _train_group(specs: list[dict], results_dir: str, device: str, threads: int, log_path: str,
+                 compile: bool = False) -> list[str]:
+    """Worker: train a group of runs of one profile and shape with ``threads`` torch
+    threads -- one run alone, several fused (:mod:`residual_lib.fused`) -- progress
+    lines to ``log_path``. Returns the written record paths."""
     import torch
-
-    from .train import run
 
     torch.set_num_threads(threads)
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "w") as log:
         saved, sys.stderr = sys.stderr, log
         try:
-            spec = dict(spec)
-            path, _ = run(spec.pop("profile"), **spec, results_dir=results_dir, device=device, progress=False)
+            specs = [dict(s) for s in specs]
+            profile = specs[0]["profile"]
+            if len(specs) == 1:
+                from .train import run
+
+                spec = specs[0]
+                del spec["profile"]
+                path, _ = run(profile, **spec, results_dir=results_dir, device=device, progress=False,
+                              compile=compile)
+                return [str(path)]
+            from .fused import run_fused
+
+            runs = [{k: v for k, v in s.items() if k != "profile"} for s in specs]
+            done = run_fused(profile, runs, results_dir=results_dir, device=device, progress=False, compile=compile)
+            return [str(path) for path, _ in done]
         except BaseException:
             traceback.print_exc(file=log)
             raise
         finally:
             sys.stderr = saved
-    return str(path)
 
 
 class _LocalPool:
@@ -95,7 +119,7 @@ class _LocalPool:
         self.poll = 0.2
 
     def submit(self, *args):
-        return self.pool.submit(_train_spec, *args)
+        return self.pool.submit(_train_group, *args)
 
     def close(self):
         self.pool.shutdown(wait=True, cancel_futures=True)
@@ -112,7 +136,7 @@ class _Submitit:
         self.poll = 0.5 if self.executor.cluster in ("local", "debug") else 10.0
 
     def submit(self, *args):
-        return self.executor.submit(_train_spec, *args)
+        return self.executor.submit(_train_group, *args)
 
     def close(self):
         pass
@@ -127,14 +151,24 @@ def train_specs(
     device: str = "auto",
     cluster: str | None = None,
     progress: bool | None = None,
+    fuse: int | None = None,
+    compile: bool = False,
 ) -> tuple[list[str], list[tuple[str, str]]]:
-    """Train ``specs`` (all assumed missing), at most ``jobs`` at a time. Returns the
-    written record paths and the failures as ``(label, message)``."""
+    """Train ``specs`` (all assumed missing), at most ``jobs`` processes at a time, each
+    training a group of up to ``fuse`` runs of one shape together. Returns the written
+    record paths and the failures as ``(label, message)``. A group's records are written
+    when the group finishes; a killed sweep loses at most the groups in flight."""
+    from .fused import fuse_groups
+
     if not specs:
         return [], []
     results = Path(results_dir)
-    default_jobs, default_threads = default_layout(len(specs), device)
-    jobs, threads = jobs or default_jobs, threads or default_threads
+    default_jobs, _, default_fuse = default_layout(len(specs), device)
+    fuse = fuse or default_fuse
+    groups = fuse_groups(list(specs), fuse)
+    if jobs is None:
+        jobs = min(default_jobs, len(groups))
+    threads = threads or max(1, (os.cpu_count() or 1) // jobs)
     if executor == "local":
         backend = _LocalPool(jobs)
     elif executor == "submitit":
@@ -147,30 +181,34 @@ def train_specs(
     interactive = sys.stderr.isatty() if progress is None else progress
     bar = tqdm(total=len(specs), desc="runs", unit="run", disable=not interactive)
     written, failures = [], []
-    pending, running = list(specs), {}
+    pending, running = list(groups), {}
     try:
         while pending or running:
             while pending and len(running) < jobs:
-                spec = pending.pop(0)
-                log = results / spec.profile / "logs" / f"{spec.variant}_seed{spec.seed}_{spec.key}.log"
-                running[backend.submit(asdict(spec), str(results), device, threads, str(log))] = (spec, log)
+                group = pending.pop(0)
+                first = group[0]
+                name = f"{first.variant}_seed{first.seed}_{first.key}" + (f"_fused{len(group)}" if len(group) > 1 else "")
+                log = results / first.profile / "logs" / f"{name}.log"
+                future = backend.submit([asdict(s) for s in group], str(results), device, threads, str(log), compile)
+                running[future] = (group, log)
             done = [f for f in running if f.done()]
             if not done:
                 time.sleep(backend.poll)
                 continue
             for future in done:
-                spec, log = running.pop(future)
+                group, log = running.pop(future)
                 try:
-                    written.append(future.result())
+                    written += future.result()
                     status = "done"
-                except Exception as exc:  # a failed run is reported, the others go on
+                except Exception as exc:  # a failed group is reported, the others go on
                     message = str(exc).strip().splitlines()[-1] if str(exc).strip() else exc.__class__.__name__
-                    failures.append((spec.label(), f"{message} (log: {log})"))
+                    failures += [(spec.label(), f"{message} (log: {log})") for spec in group]
                     status = "FAILED"
-                bar.update(1)
+                bar.update(len(group))
                 if not interactive:
                     finished = len(written) + len(failures)
-                    print(f"[sweep] {status}: {spec.label()} ({finished}/{len(specs)})", file=sys.stderr, flush=True)
+                    labels = "; ".join(spec.label() for spec in group)
+                    print(f"[sweep] {status}: {labels} ({finished}/{len(specs)})", file=sys.stderr, flush=True)
     finally:
         bar.close()
         backend.close()
@@ -218,6 +256,8 @@ def sweep(
     cluster: str | None = None,
     run_notebooks: bool = True,
     progress: bool | None = None,
+    fuse: int | None = None,
+    compile: bool = False,
 ) -> SweepReport:
     started = time.perf_counter()
     results = Path(results_dir).resolve() if results_dir else default_results_dir()
@@ -232,7 +272,8 @@ def sweep(
     specs = list(dict.fromkeys(s for p in paths for s in plan(p.stem, **params)))
     todo = missing(specs, results)
     report = SweepReport(cached=len(specs) - len(todo))
-    report.trained, report.failed_runs = train_specs(todo, results, jobs, threads, executor, device, cluster, progress)
+    report.trained, report.failed_runs = train_specs(todo, results, jobs, threads, executor, device, cluster, progress,
+                                                     fuse, compile)
     if run_notebooks:
         for path in paths:
             injected = {**params, "results_dir": str(results), "device": device, "train_missing": False}

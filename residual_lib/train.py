@@ -161,6 +161,168 @@ class _Reporter:
             self.bar.close()
 
 
+class RunState:
+    """One run's state apart from its optimiser: the model, its data order, its validation
+    batches, its curves and, at the end, its record. :func:`train` drives one of these;
+    :func:`residual_lib.fused.train_fused` drives several, keeping their weights stacked
+    and copying them into each ``model`` before an evaluation."""
+
+    def __init__(self, profile: Profile, corpus, variant: str, seed: int, eval_mode: str, gain: float,
+                 deterministic: bool, replicate: int, device: str, progress: bool | None):
+        check_run(variant, eval_mode, gain)
+        self.profile, self.corpus, self.device = profile, corpus, device
+        self.variant, self.seed, self.eval_mode, self.gain = variant, int(seed), eval_mode, float(gain)
+        self.deterministic, self.replicate = bool(deterministic), int(replicate)
+        self.key = run_key(run_identity(profile, variant, seed, eval_mode, gain, deterministic, replicate))
+        torch.manual_seed(seed)  # initialisation (and dropout) follow the run's seed
+        self.config = GPTConfig.for_variant(
+            variant, vocab_size=corpus.vocab_size, block_size=profile.block_size, n_layer=profile.n_layer,
+            n_head=profile.n_head, n_embd=profile.n_embd, dropout=profile.dropout, bias=profile.bias,
+            gain=gain, init_std=profile.init_std,
+        )
+        self.model = ResidualGPT(self.config).to(device)
+        self.autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.startswith("cuda") else nullcontext()
+        self.data_gen = torch.Generator().manual_seed(seed)
+        self.valset = ValidationSet(corpus.val, profile.block_size, profile.batch_size, profile.eval_iters, eval_mode,
+                                    seed)
+        self.probe = fixed_val_batches(corpus.val, profile.block_size, profile.batch_size, 1)[0][0].to(device)
+        self.train_curve = {k: [] for k in ("step", "loss", "lr", "grad_norm", "grad_norm_layer0",
+                                             "grad_norm_layers", "grad_norm_embedding", "hidden_norms")}
+        self.val_curve = {"step": [], "loss": []}
+        self.reporter = _Reporter(profile.max_iters, f"{variant} seed {seed}", progress)
+        self.last_train_loss = None
+        self.net = self.model  # what training steps call: the model, or its torch.compile'd wrapper
+        self.compiled = False
+
+    def compile(self) -> None:
+        """Train through ``torch.compile`` (evaluation and diagnostics use the plain module,
+        which shares the weights). Fused kernels sum in another order: results agree with
+        eager training to float rounding, not bitwise."""
+        self.net, self.compiled = torch.compile(self.model), True
+
+    def to_device(self, x: torch.Tensor, y: torch.Tensor):
+        if self.device.startswith("cuda"):
+            return x.pin_memory().to(self.device, non_blocking=True), y.pin_memory().to(self.device, non_blocking=True)
+        return x, y
+
+    def next_batch(self):
+        """The run's next training batch (its own generator: the data order depends on the seed only)."""
+        p = self.profile
+        return self.to_device(*get_batch(self.corpus.train, p.block_size, p.batch_size, self.data_gen))
+
+    @torch.no_grad()
+    def evaluate(self, batches=None) -> float:
+        self.model.eval()
+        losses = []
+        for x, y in batches if batches is not None else self.valset.batches():
+            x, y = self.to_device(x, y)
+            with self.autocast:
+                losses.append(self.model(x, y)[1])
+        self.model.train()
+        return float(torch.stack(losses).mean())
+
+    def record_eval(self, step: int) -> None:
+        loss = self.evaluate()
+        self.val_curve["step"].append(step)
+        self.val_curve["loss"].append(loss)
+        self.reporter.eval(step, loss, self.last_train_loss)
+
+    def log_train(self, step: int, loss: float, lr: float, total_norm: float, per_layer: dict,
+                  h_norms: list[float]) -> None:
+        self.last_train_loss = loss
+        layers = [per_layer[f"layer_{i}"] for i in range(self.profile.n_layer)]
+        for name, value in (("step", step), ("loss", loss), ("lr", lr), ("grad_norm", total_norm),
+                            ("grad_norm_layer0", layers[0]), ("grad_norm_layers", layers),
+                            ("grad_norm_embedding", per_layer["embedding"]), ("hidden_norms", h_norms)):
+            self.train_curve[name].append(value)
+
+    def finish(self, started: float, train_seconds: float, extra_provenance: dict | None = None) -> dict:
+        """Final evaluation, diagnostics and the run record. Call inside :func:`determinism`."""
+        profile, corpus = self.profile, self.corpus
+        self.record_eval(profile.max_iters)
+        self.reporter.close()
+        diag = diagnostics.summarize(self.model, self.probe)
+        # Evaluation noise: the final model's loss on the fixed batches and on
+        # eval_noise_repeats independent random draws of the same size (what a
+        # nanoGPT-style evaluation could have reported for this very model).
+        draws = ValidationSet(corpus.val, profile.block_size, profile.batch_size, profile.eval_iters, "random",
+                              self.seed + 104_729)
+        random_estimates = [self.evaluate(draws.batches()) for _ in range(profile.eval_noise_repeats)]
+        diag["val_estimates"] = {
+            "fixed": self.evaluate(fixed_val_batches(corpus.val, profile.block_size, profile.batch_size,
+                                                     profile.eval_iters)),
+            "random": random_estimates,
+        }
+        prov = provenance(self.device, self.deterministic)  # inside the block: records the settings in force
+        prov["compiled"] = self.compiled
+        if self.device.startswith("cuda"):
+            torch.cuda.synchronize()
+        val_losses = self.val_curve["loss"]
+        best = min(range(len(val_losses)), key=lambda i: val_losses[i])
+        tokens = profile.tokens_per_step * profile.max_iters
+        return {
+            "record_version": RECORD_VERSION,
+            "key": self.key,
+            "profile": profile.name,
+            "variant": self.variant,
+            "seed": self.seed,
+            "eval_mode": self.eval_mode,
+            "gain": self.gain,
+            "deterministic": self.deterministic,
+            "replicate": self.replicate,
+            "config": {"profile": profile.to_dict(), "model": self.config.to_dict(), "dataset": corpus.name},
+            "final_val_loss": val_losses[-1],
+            "best_val_loss": val_losses[best],
+            "best_step": self.val_curve["step"][best],
+            "unigram_floor": corpus.unigram_floor(),
+            "n_params": self.model.num_params(),
+            "steps": profile.max_iters,
+            "tokens": tokens,
+            "curves": {"train": self.train_curve, "val": self.val_curve},
+            "diagnostics": diag,
+            "wall_seconds": time.perf_counter() - started,
+            "tokens_per_second": tokens / train_seconds if train_seconds > 0 else None,
+            "provenance": {
+                **prov,
+                **(extra_provenance or {}),
+                "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            },
+        }
+
+
+def train_step(state: RunState, optimizer: torch.optim.Optimizer, step: int, log: bool) -> None:
+    """One optimisation step of a single model (gradient accumulation, clipping, AdamW),
+    with the diagnostics logged when ``log``."""
+    profile, model, net = state.profile, state.model, state.net
+    lr = lr_at(step, profile)
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    loss_sum = torch.zeros((), device=state.device)
+    for micro in range(profile.grad_accum):
+        x, y = state.next_batch()
+        with state.autocast:
+            if log and micro == 0:
+                _, loss, hidden = net(x, y, return_hidden=True)
+                h_norms = diagnostics.hidden_norms(hidden)
+                del hidden
+            else:
+                _, loss = net(x, y)
+        (loss / profile.grad_accum).backward()
+        loss_sum += loss.detach()
+    if log:
+        per_layer = diagnostics.grad_norms(model)
+    clip = profile.grad_clip if profile.grad_clip > 0 else float("inf")
+    total_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    if log:
+        state.log_train(step, float(loss_sum) / profile.grad_accum, lr, float(total_norm), per_layer, h_norms)
+
+
+def is_log_step(step: int, profile: Profile) -> bool:
+    return step % profile.log_interval == 0 or step == profile.max_iters - 1
+
+
 def train(
     profile: Profile | str,
     variant: str,
@@ -172,144 +334,33 @@ def train(
     device: str = "auto",
     data_dir: str | os.PathLike | None = None,
     progress: bool | None = None,
+    compile: bool = False,
 ) -> dict:
-    """Train one model and return its run record (not written; see :func:`run`)."""
+    """Train one model and return its run record (not written; see :func:`run`).
+    ``compile`` trains through ``torch.compile`` (see :meth:`RunState.compile`)."""
     started = time.perf_counter()
     code_version()  # pin the commit this process's code came from before training starts
     profile = get_profile(profile) if isinstance(profile, str) else profile
     check_run(variant, eval_mode, gain)
     device = resolve_device(device)
     corpus = load_corpus(profile.dataset, data_dir)
-    floor = corpus.unigram_floor()
-    identity = run_identity(profile, variant, seed, eval_mode, gain, deterministic, replicate)
-    key = run_key(identity)
 
     with determinism(deterministic):
-        torch.manual_seed(seed)
-        config = GPTConfig.for_variant(
-            variant, vocab_size=corpus.vocab_size, block_size=profile.block_size, n_layer=profile.n_layer,
-            n_head=profile.n_head, n_embd=profile.n_embd, dropout=profile.dropout, bias=profile.bias,
-            gain=gain, init_std=profile.init_std,
-        )
-        model = ResidualGPT(config).to(device)
-        optimizer = make_optimizer(model, profile, device)
-        autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.startswith("cuda") else nullcontext()
-        data_gen = torch.Generator().manual_seed(seed)
-        valset = ValidationSet(corpus.val, profile.block_size, profile.batch_size, profile.eval_iters, eval_mode, seed)
-        probe = fixed_val_batches(corpus.val, profile.block_size, profile.batch_size, 1)[0][0].to(device)
-
-        def to_device(x, y):
-            if device.startswith("cuda"):
-                return x.pin_memory().to(device, non_blocking=True), y.pin_memory().to(device, non_blocking=True)
-            return x, y
-
-        @torch.no_grad()
-        def evaluate(batches=None) -> float:
-            model.eval()
-            losses = []
-            for x, y in batches if batches is not None else valset.batches():
-                x, y = to_device(x, y)
-                with autocast:
-                    losses.append(model(x, y)[1])
-            model.train()
-            return float(torch.stack(losses).mean())
-
-        train_curve = {k: [] for k in ("step", "loss", "lr", "grad_norm", "grad_norm_layer0", "grad_norm_layers",
-                                        "grad_norm_embedding", "hidden_norms")}
-        val_curve = {"step": [], "loss": []}
-        reporter = _Reporter(profile.max_iters, f"{variant} seed {seed}", progress)
-        train_seconds, last_train_loss = 0.0, None
-
-        def record_eval(step: int) -> None:
-            loss = evaluate()
-            val_curve["step"].append(step)
-            val_curve["loss"].append(loss)
-            reporter.eval(step, loss, last_train_loss)
-
-        model.train()
+        state = RunState(profile, corpus, variant, seed, eval_mode, gain, deterministic, replicate, device, progress)
+        optimizer = make_optimizer(state.model, profile, device)
+        if compile:
+            state.compile()
+        train_seconds = 0.0
+        state.model.train()
         for step in range(profile.max_iters):
             if step % profile.eval_interval == 0:
-                record_eval(step)
+                state.record_eval(step)
             t0 = time.perf_counter()
-            lr = lr_at(step, profile)
-            for group in optimizer.param_groups:
-                group["lr"] = lr
-            log = step % profile.log_interval == 0 or step == profile.max_iters - 1
-            loss_sum = torch.zeros((), device=device)
-            for micro in range(profile.grad_accum):
-                x, y = to_device(*get_batch(corpus.train, profile.block_size, profile.batch_size, data_gen))
-                with autocast:
-                    if log and micro == 0:
-                        _, loss, hidden = model(x, y, return_hidden=True)
-                        h_norms = diagnostics.hidden_norms(hidden)
-                        del hidden
-                    else:
-                        _, loss = model(x, y)
-                (loss / profile.grad_accum).backward()
-                loss_sum += loss.detach()
-            if log:
-                per_layer = diagnostics.grad_norms(model)
-            clip = profile.grad_clip if profile.grad_clip > 0 else float("inf")
-            total_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            if log:
-                last_train_loss = float(loss_sum) / profile.grad_accum
-                layers = [per_layer[f"layer_{i}"] for i in range(profile.n_layer)]
-                for name, value in (("step", step), ("loss", last_train_loss), ("lr", lr),
-                                    ("grad_norm", float(total_norm)), ("grad_norm_layer0", layers[0]),
-                                    ("grad_norm_layers", layers), ("grad_norm_embedding", per_layer["embedding"]),
-                                    ("hidden_norms", h_norms)):
-                    train_curve[name].append(value)
+            log = is_log_step(step, profile)
+            train_step(state, optimizer, step, log)
             train_seconds += time.perf_counter() - t0
-            reporter.step(1, **({"loss": last_train_loss} if log else {}))
-        record_eval(profile.max_iters)
-        reporter.close()
-        diag = diagnostics.summarize(model, probe)
-        # Evaluation noise: the final model's loss on the fixed batches and on
-        # eval_noise_repeats independent random draws of the same size (what a
-        # nanoGPT-style evaluation could have reported for this very model).
-        draws = ValidationSet(corpus.val, profile.block_size, profile.batch_size, profile.eval_iters, "random",
-                              seed + 104_729)
-        random_estimates = [evaluate(draws.batches()) for _ in range(profile.eval_noise_repeats)]
-        diag["val_estimates"] = {
-            "fixed": evaluate(fixed_val_batches(corpus.val, profile.block_size, profile.batch_size, profile.eval_iters)),
-            "random": random_estimates,
-        }
-        prov = provenance(device, deterministic)  # inside the block: records the settings in force
-
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-    val_losses = val_curve["loss"]
-    best = min(range(len(val_losses)), key=lambda i: val_losses[i])
-    tokens = profile.tokens_per_step * profile.max_iters
-    return {
-        "record_version": RECORD_VERSION,
-        "key": key,
-        "profile": profile.name,
-        "variant": variant,
-        "seed": int(seed),
-        "eval_mode": eval_mode,
-        "gain": float(gain),
-        "deterministic": bool(deterministic),
-        "replicate": int(replicate),
-        "config": {"profile": profile.to_dict(), "model": config.to_dict(), "dataset": corpus.name},
-        "final_val_loss": val_losses[-1],
-        "best_val_loss": val_losses[best],
-        "best_step": val_curve["step"][best],
-        "unigram_floor": floor,
-        "n_params": model.num_params(),
-        "steps": profile.max_iters,
-        "tokens": tokens,
-        "curves": {"train": train_curve, "val": val_curve},
-        "diagnostics": diag,
-        "wall_seconds": time.perf_counter() - started,
-        "tokens_per_second": tokens / train_seconds if train_seconds > 0 else None,
-        "provenance": {
-            **prov,
-            "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        },
-    }
+            state.reporter.step(1, **({"loss": state.last_train_loss} if log else {}))
+        return state.finish(started, train_seconds)
 
 
 def run(

@@ -1,0 +1,231 @@
+"""Training throughput on this machine, measured there and then.
+
+``python -m residual_lib bench --profile cpu --fuse 4 --json bench.json`` prints, in one
+run, tokens per second for
+
+* ``single``: one model trained alone with every thread, diagnostics logged at the
+  profile's ``log_interval`` (what ``train`` does);
+* ``nodiag``: the same without the per-layer gradient and hidden-state norms;
+* ``fused``: K models trained together in one process (:mod:`residual_lib.fused`);
+* ``sweep``: K runs trained in the sweep's default layout (processes x threads x fused
+  models, :func:`residual_lib.sweep.default_layout`), all processes started together;
+
+and the machine's own matrix-multiply throughput (fp32 on CPU, bf16 on CUDA), with the
+fraction of it each training figure reaches (model FLOPs utilisation, counting
+``6 N + 12 L T C`` FLOPs per token as nanoGPT does). Every figure is total tokens per
+second over all models trained at once. Evaluation is not timed: it is a small share of
+a run (``eval_iters`` forward batches every ``eval_interval`` steps).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+
+from .data import atomic_write_bytes, load_corpus
+from .profiles import Profile, get_profile
+from .train import RunState, determinism, is_log_step, make_optimizer, resolve_device, train_step
+
+BENCH_VARIANTS = ("full", "attn_only", "ffn_only", "no_residual")
+
+
+@contextmanager
+def _threads(n: int | None):
+    saved = torch.get_num_threads()
+    if n:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(saved)
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def _states(profile: Profile, corpus, n: int, device: str, first_seed: int = 0) -> list[RunState]:
+    return [RunState(profile, corpus, BENCH_VARIANTS[i % len(BENCH_VARIANTS)], first_seed + i, "fixed", 1.0, True, 0,
+                     device, progress=False) for i in range(n)]
+
+
+class _Loop:
+    """Something that trains a step: one model or a fused group."""
+
+    def __init__(self, profile: Profile, corpus, n_models: int, fused: bool, device: str, diagnostics: bool = True,
+                 first_seed: int = 0, compile: bool = False):
+        self.profile, self.device, self.diagnostics = profile, device, diagnostics
+        self.n_models = n_models
+        states = _states(profile, corpus, n_models, device, first_seed)
+        if fused:
+            from .fused import FusedTrainer
+
+            self.trainers = [FusedTrainer(states, compile=compile)]
+            self._step = lambda t, s, log: t.step(s, log)
+        else:
+            self.trainers = [(st, make_optimizer(st.model, profile, device)) for st in states]
+            for st in states if compile else []:
+                st.compile()
+            self._step = lambda t, s, log: train_step(t[0], t[1], s, log)
+        self.done = 0
+
+    def run(self, steps: int) -> None:
+        for _ in range(steps):
+            log = self.diagnostics and is_log_step(self.done, self.profile)
+            for trainer in self.trainers:  # one after another, as a sweep without fusion trains them
+                self._step(trainer, self.done, log)
+            self.done += 1
+        _sync(self.device)
+
+
+def _measure(loop: _Loop, steps: int, warmup: int) -> float:
+    """Tokens per second over ``steps`` steps of every model, after ``warmup`` steps."""
+    loop.run(warmup)
+    t0 = time.perf_counter()
+    loop.run(steps)
+    seconds = time.perf_counter() - t0
+    return loop.n_models * loop.profile.tokens_per_step * steps / seconds
+
+
+def _sweep_worker(profile: Profile, data_dir, n_models: int, fuse: int, threads: int, steps: int, warmup: int,
+                  first_seed: int, device: str, compile: bool, barrier, queue) -> None:
+    torch.set_num_threads(threads)
+    corpus = load_corpus(profile.dataset, data_dir)
+    with determinism(True):
+        loops, left, seed = [], n_models, first_seed
+        while left > 0:
+            size = min(fuse, left)
+            loops.append(_Loop(profile, corpus, size, fuse > 1, device, first_seed=seed, compile=compile))
+            left, seed = left - size, seed + size
+        for loop in loops:
+            loop.run(warmup)
+        barrier.wait()
+        t0 = time.monotonic()
+        for loop in loops:
+            loop.run(steps)
+        queue.put((t0, time.monotonic(), n_models * profile.tokens_per_step * steps))
+
+
+def _sweep_throughput(profile: Profile, data_dir, k: int, jobs: int, threads: int, fuse: int, steps: int, warmup: int,
+                      device: str, compile: bool = False) -> float:
+    """Total tokens/s of ``k`` runs spread over ``jobs`` processes started together."""
+    ctx = mp.get_context("spawn")
+    barrier, queue = ctx.Barrier(jobs), ctx.Queue()
+    shares = [k // jobs + (1 if i < k % jobs else 0) for i in range(jobs)]
+    procs, seed = [], 0
+    for share in shares:
+        procs.append(ctx.Process(target=_sweep_worker, args=(profile, data_dir, share, fuse, threads, steps, warmup,
+                                                             seed, device, compile, barrier, queue)))
+        seed += share
+    for p in procs:
+        p.start()
+    results = [queue.get() for _ in procs]
+    for p in procs:
+        p.join()
+        if p.exitcode:
+            raise RuntimeError(f"a benchmark process failed (exit {p.exitcode})")
+    start, end = min(r[0] for r in results), max(r[1] for r in results)
+    return sum(r[2] for r in results) / (end - start)
+
+
+def matmul_gflops(device: str, seconds: float = 1.0) -> float:
+    """This machine's dense matrix-multiply rate: fp32 on CPU, bf16 on CUDA."""
+    if device.startswith("cuda"):
+        n, dtype = 8192, torch.bfloat16
+    else:
+        n, dtype = 1024, torch.float32
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
+    for _ in range(3):
+        a @ b
+    _sync(device)
+    reps, t0 = 0, time.perf_counter()
+    while True:
+        a @ b
+        reps += 1
+        if reps % 4 == 0:
+            _sync(device)
+            if time.perf_counter() - t0 >= seconds:
+                break
+    return 2 * n**3 * reps / (time.perf_counter() - t0) / 1e9
+
+
+def flops_per_token(profile: Profile, n_params: int) -> float:
+    """nanoGPT's estimate: 6 N for the weights, 12 L T C for attention (forward + backward)."""
+    return 6 * n_params + 12 * profile.n_layer * profile.block_size * profile.n_embd
+
+
+def bench(
+    profile: str | Profile = "cpu",
+    fuse: int = 4,
+    steps: int | None = None,
+    warmup: int = 3,
+    device: str = "auto",
+    data_dir=None,
+    layout: tuple[int, int, int] | None = None,
+    compile: bool = False,
+) -> dict:
+    """Measure the figures described in the module docstring; returns them as a dict."""
+    from .sweep import default_layout
+
+    profile = get_profile(profile) if isinstance(profile, str) else profile
+    device = resolve_device(device)
+    corpus = load_corpus(profile.dataset, data_dir)
+    if steps is None:
+        steps = 30 if device.startswith("cuda") or profile.n_embd <= 128 else 5
+    cores = os.cpu_count() or 1
+    out = {"profile": profile.name, "device": device, "fuse": fuse, "steps": steps, "compile": compile,
+           "cores": cores, "torch_version": torch.__version__}
+    with determinism(True), _threads(None if device.startswith("cuda") else cores):
+        single = _Loop(profile, corpus, 1, False, device, compile=compile)
+        n_params = single.trainers[0][0].model.num_params()
+        out["single_tokens_per_s"] = _measure(single, steps, warmup)
+        out["nodiag_tokens_per_s"] = _measure(_Loop(profile, corpus, 1, False, device, diagnostics=False,
+                                                    compile=compile), steps, warmup)
+        out["fused_tokens_per_s"] = _measure(_Loop(profile, corpus, fuse, True, device, compile=compile), steps,
+                                             warmup)
+        out["matmul_gflops"] = matmul_gflops(device)
+    jobs, threads, layout_fuse = layout or default_layout(fuse, device)
+    out["sweep_layout"] = {"jobs": jobs, "threads": threads, "fuse": layout_fuse}
+    out["sweep_tokens_per_s"] = _sweep_throughput(profile, data_dir, fuse, jobs, threads, layout_fuse, steps, warmup,
+                                                  device, compile)
+    per_token = flops_per_token(profile, n_params)
+    out["flops_per_token"] = per_token
+    for name in ("single", "nodiag", "fused", "sweep"):
+        out[f"mfu_{name}"] = out[f"{name}_tokens_per_s"] * per_token / (out["matmul_gflops"] * 1e9)
+    out["mfu"] = max(out[f"mfu_{name}"] for name in ("single", "fused", "sweep"))
+    out["sweep_speedup"] = out["sweep_tokens_per_s"] / out["single_tokens_per_s"]
+    out["fused_speedup"] = out["fused_tokens_per_s"] / out["single_tokens_per_s"]
+    out["diagnostics_overhead"] = 1.0 - out["single_tokens_per_s"] / out["nodiag_tokens_per_s"]
+    return out
+
+
+def report(result: dict) -> str:
+    lay = result["sweep_layout"]
+    lines = [
+        f"profile {result['profile']} on {result['device']} ({result['cores']} cores), {result['steps']} timed steps"
+        + (", torch.compile" if result.get("compile") else ""),
+        f"  single  {result['single_tokens_per_s']:>12,.0f} tokens/s   one model, every thread"
+        f" (MFU {result['mfu_single']:.1%})",
+        f"  fused   {result['fused_tokens_per_s']:>12,.0f} tokens/s   {result['fuse']} models in one process"
+        f" ({result['fused_speedup']:.2f}x single, MFU {result['mfu_fused']:.1%})",
+        f"  sweep   {result['sweep_tokens_per_s']:>12,.0f} tokens/s   {result['fuse']} runs: {lay['jobs']} process(es)"
+        f" x {lay['threads']} thread(s), fused {lay['fuse']} ({result['sweep_speedup']:.2f}x single,"
+        f" MFU {result['mfu_sweep']:.1%})",
+        f"  nodiag  {result['nodiag_tokens_per_s']:>12,.0f} tokens/s   single without diagnostics"
+        f" (diagnostics cost {result['diagnostics_overhead']:.1%})",
+        f"  matmul  {result['matmul_gflops']:>12,.1f} GFLOP/s  ({'bf16' if result['device'].startswith('cuda') else 'fp32'}"
+        f" dense matmul on this machine; {result['flops_per_token']:,.0f} FLOPs per token)",
+    ]
+    return "\n".join(lines)
+
+
+def write_json(result: dict, path: str | os.PathLike) -> None:
+    atomic_write_bytes(Path(path), (json.dumps(result, indent=1, sort_keys=True) + "\n").encode())

@@ -1,0 +1,141 @@
+"""Fused training: K models trained together match the same runs trained one by one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from residual_lib.fused import FusedRun, fuse_groups, run_fused, train_fused
+from residual_lib.profiles import get_profile
+from residual_lib.records import read_record
+from residual_lib.sections import RunSpec
+from residual_lib.sweep import sweep
+from residual_lib.train import RunError, train
+
+# smoke's shape at the cpu profile's learning rate; a diagnostic on every step
+PROFILE = get_profile("smoke", max_iters=60, eval_interval=20, log_interval=1, learning_rate=1e-3, min_lr=1e-4)
+
+
+def _max_rel(a, b) -> float:
+    a, b = torch.tensor(a, dtype=torch.float64), torch.tensor(b, dtype=torch.float64)
+    assert a.shape == b.shape
+    return float(((a - b).abs() / a.abs().clamp_min(1e-12)).max())
+
+
+def _compare(runs: list[dict], tolerance: float) -> list[dict]:
+    fused = train_fused(PROFILE, runs, progress=False)
+    assert len(fused) == len(runs)
+    for spec, rec in zip(runs, fused):
+        single = train(PROFILE, progress=False, **spec)
+        assert rec["key"] == single["key"]
+        assert set(rec) == set(single) and set(rec["diagnostics"]) == set(single["diagnostics"])
+        assert rec["curves"]["train"]["step"] == single["curves"]["train"]["step"]
+        assert len(rec["curves"]["train"]["step"]) >= 50
+        for split in ("train", "val"):
+            err = _max_rel(single["curves"][split]["loss"], rec["curves"][split]["loss"])
+            assert err <= tolerance, f"{spec} {split} loss differs by {err:.2e} relative"
+        err = _max_rel(single["curves"]["train"]["grad_norm_layers"], rec["curves"]["train"]["grad_norm_layers"])
+        assert err <= 1000 * tolerance, f"{spec} per-layer gradient norms differ by {err:.2e}"
+        assert rec["provenance"]["fused_models"] == len(runs)
+    return fused
+
+
+def test_fused_variant_mix_matches_single_runs_fp32():
+    # four variants, two seeds, one group: each model keeps its own init, data order,
+    # clipping and AdamW state
+    runs = [{"variant": "full", "seed": 1}, {"variant": "attn_only", "seed": 2},
+            {"variant": "ffn_only", "seed": 1}, {"variant": "no_residual", "seed": 2}]
+    fused = _compare(runs, 1e-5)
+    # the models really are different: distinct curves
+    finals = [r["final_val_loss"] for r in fused]
+    assert len(set(finals)) == len(finals)
+
+
+@pytest.fixture
+def float64():
+    saved = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(saved)
+
+
+def test_fused_training_is_the_same_algorithm_fp64(float64):
+    # in double precision rounding cannot hide a difference in what is computed: gains,
+    # random evaluation batches and replicates included
+    runs = [{"variant": "full", "seed": 3, "gain": 2.0}, {"variant": "ffn_only", "seed": 3, "eval_mode": "random"},
+            {"variant": "attn_only", "seed": 4, "gain": 0.5, "replicate": 1}]
+    _compare(runs, 1e-9)
+
+
+def test_mixer_runs_fuse_among_themselves(float64):
+    _compare([{"variant": "mixer", "seed": 1}, {"variant": "mixer", "seed": 2}], 1e-9)
+
+
+def test_fuse_groups_split_by_shape_and_size():
+    specs = [RunSpec("smoke", v, s) for s in (1, 2, 3) for v in ("full", "mixer", "ffn_only")]
+    specs.append(RunSpec("smoke", "attn_only", 1, deterministic=False))
+    groups = fuse_groups(specs, 4)
+    assert sorted(len(g) for g in groups) == [1, 2, 3, 4]
+    for group in groups:
+        assert len({(s.variant == "mixer", s.deterministic) for s in group}) == 1
+    assert sum(len(g) for g in groups) == len(specs)
+    assert [len(g) for g in fuse_groups(specs, 1)] == [1] * len(specs)
+    with pytest.raises(RunError, match="--fuse 1"):
+        fuse_groups(specs, 0)
+
+
+def test_a_group_mixing_attention_and_mixer_is_refused():
+    with pytest.raises(RunError, match="fuse_groups"):
+        train_fused(PROFILE, [FusedRun("full", 1), FusedRun("mixer", 1)])
+
+
+def test_run_fused_reuses_records(tmp_path):
+    profile = get_profile("smoke", max_iters=20, eval_interval=10)
+    first = run_fused(profile, [{"variant": "full", "seed": 1}, {"variant": "ffn_only", "seed": 1}],
+                      results_dir=tmp_path, progress=False)
+    assert [trained for _, trained in first] == [True, True]
+    again = run_fused(profile, [{"variant": "ffn_only", "seed": 1}, {"variant": "attn_only", "seed": 1}],
+                      results_dir=tmp_path, progress=False)
+    assert again[0] == (first[1][0], False) and again[1][1] is True
+    assert read_record(again[1][0])["provenance"]["fused_models"] == 1
+
+
+def test_sweep_with_fuse_trains_groups_and_resumes(tmp_path):
+    notebook = str(Path(__file__).resolve().parents[1] / "notebooks" / "06_central.py")
+    report = sweep([notebook], profile="smoke", seeds=[5, 6], results_dir=tmp_path, run_notebooks=False,
+                   progress=False, fuse=4)
+    assert report.ok and len(report.trained) == 8 and report.cached == 0
+    records = [read_record(p) for p in report.trained]
+    assert sorted(r["provenance"]["fused_models"] for r in records) == [4] * 8
+    assert {(r["variant"], r["seed"]) for r in records} == {(v, s) for v in ("full", "attn_only", "ffn_only",
+                                                                            "no_residual") for s in (5, 6)}
+    again = sweep([notebook], profile="smoke", seeds=[5, 6], results_dir=tmp_path, run_notebooks=False,
+                  progress=False, fuse=4)
+    assert again.trained == [] and again.cached == 8
+
+
+def test_bench_prints_and_writes_every_figure(tmp_path):
+    out = tmp_path / "bench.json"
+    proc = subprocess.run([sys.executable, "-m", "residual_lib", "bench", "--profile", "smoke", "--fuse", "2",
+                           "--steps", "2", "--warmup", "1", "--json", str(out)], capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    for word in ("single", "fused", "sweep", "nodiag", "matmul"):
+        assert word in proc.stdout
+    result = json.loads(out.read_text())
+    for key in ("single_tokens_per_s", "fused_tokens_per_s", "sweep_tokens_per_s", "nodiag_tokens_per_s",
+                "matmul_gflops", "mfu"):
+        assert result[key] > 0, key
+    assert result["sweep_layout"]["jobs"] >= 1
+
+
+def test_bench_rejects_bad_input_in_one_line():
+    proc = subprocess.run([sys.executable, "-m", "residual_lib", "bench", "--profile", "nope"], capture_output=True,
+                          text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "unknown profile" in proc.stderr

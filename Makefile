@@ -8,7 +8,7 @@ SEEDS   ?= 1337
 RESULTS ?= results
 VARIANTS ?= full attn_only ffn_only no_residual
 
-.PHONY: venv run sweep book test clean
+.PHONY: venv run sweep book notebooks test clean
 
 venv: $(VENV)/.installed
 
@@ -33,8 +33,12 @@ sweep: venv
 book: venv
 	$(PY) -m residual_lib book --profile $(PROFILE)
 
+# The .ipynb twins of the .py notebooks, which Colab opens from the repository.
+notebooks: venv
+	$(VENV)/bin/jupytext --to ipynb --update-metadata '{"jupytext": null}' notebooks/[0-9][0-9]_*.py book/*.py
+
 test: venv
 	$(PY) -m pytest -q
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info _build book/executed
+	rm -rf $(VENV) .pytest_cache build *.egg-info _build

@@ -13,7 +13,19 @@
 #
 # The paper corrected two measurement confounds on its way to the controlled sweep. This
 # page shows, from this repository's records, what each confound does and what the
-# correction changes. The full analysis is in the [section 5 chapter](05_confounds).
+# correction changes. The full analysis is in the [section 5 chapter](../notebooks/05_confounds).
+
+# %% tags=["remove-cell"]
+# In Colab: fetch this repository (code and run records) and install it, keeping Colab's torch.
+import sys
+
+if "google.colab" in sys.modules:
+    import subprocess
+
+    REPOSITORY, CHECKOUT = "https://github.com/residual-lib/partial-residual-ablations", "/content/residual-ablations"
+    subprocess.run(["git", "clone", "--quiet", "--depth", "1", REPOSITORY, CHECKOUT], check=False)
+    subprocess.run([sys.executable, f"{CHECKOUT}/scripts/colab_install.py"], check=True)
+    sys.path.insert(0, CHECKOUT)
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"

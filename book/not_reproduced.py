@@ -15,6 +15,18 @@
 # with the paper's statement, what these runs measured, and the rule that decided. The rows
 # come from the same computation as the [scorecard](scorecard); nothing on this page is typed.
 
+# %% tags=["remove-cell"]
+# In Colab: fetch this repository (code and run records) and install it, keeping Colab's torch.
+import sys
+
+if "google.colab" in sys.modules:
+    import subprocess
+
+    REPOSITORY, CHECKOUT = "https://github.com/residual-lib/partial-residual-ablations", "/content/residual-ablations"
+    subprocess.run(["git", "clone", "--quiet", "--depth", "1", REPOSITORY, CHECKOUT], check=False)
+    subprocess.run([sys.executable, f"{CHECKOUT}/scripts/colab_install.py"], check=True)
+    sys.path.insert(0, CHECKOUT)
+
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"
 seeds = [1337, 42, 123]

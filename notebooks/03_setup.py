@@ -16,6 +16,18 @@
 # 100,000 documents of OpenWebText with GPT-2's BPE. This page measures the corpora and the
 # models this code builds for every profile; nothing here is trained.
 
+# %% tags=["remove-cell"]
+# In Colab: fetch this repository (code and run records) and install it, keeping Colab's torch.
+import sys
+
+if "google.colab" in sys.modules:
+    import subprocess
+
+    REPOSITORY, CHECKOUT = "https://github.com/residual-lib/partial-residual-ablations", "/content/residual-ablations"
+    subprocess.run(["git", "clone", "--quiet", "--depth", "1", REPOSITORY, CHECKOUT], check=False)
+    subprocess.run([sys.executable, f"{CHECKOUT}/scripts/colab_install.py"], check=True)
+    sys.path.insert(0, CHECKOUT)
+
 # %% tags=["parameters"]
 profile = "smoke"
 seeds = [1337, 42, 123]

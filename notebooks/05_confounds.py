@@ -19,6 +19,18 @@
 # largest for AttnOnly, then FFNOnly, then Full Residual. The paper's numbers are in the
 # table below, read from `residual_lib/paper_claims.csv`.
 
+# %% tags=["remove-cell"]
+# In Colab: fetch this repository (code and run records) and install it, keeping Colab's torch.
+import sys
+
+if "google.colab" in sys.modules:
+    import subprocess
+
+    REPOSITORY, CHECKOUT = "https://github.com/residual-lib/partial-residual-ablations", "/content/residual-ablations"
+    subprocess.run(["git", "clone", "--quiet", "--depth", "1", REPOSITORY, CHECKOUT], check=False)
+    subprocess.run([sys.executable, f"{CHECKOUT}/scripts/colab_install.py"], check=True)
+    sys.path.insert(0, CHECKOUT)
+
 # %% tags=["parameters"]
 profile = "smoke"
 seeds = [1337, 42, 123]

@@ -25,6 +25,18 @@
 # mean of a per-token MLP: it moves information across positions with fixed weights 1/t,
 # so it cannot single out the current token (its α_tt is 1/t by construction).
 
+# %% tags=["remove-cell"]
+# In Colab: fetch this repository (code and run records) and install it, keeping Colab's torch.
+import sys
+
+if "google.colab" in sys.modules:
+    import subprocess
+
+    REPOSITORY, CHECKOUT = "https://github.com/residual-lib/partial-residual-ablations", "/content/residual-ablations"
+    subprocess.run(["git", "clone", "--quiet", "--depth", "1", REPOSITORY, CHECKOUT], check=False)
+    subprocess.run([sys.executable, f"{CHECKOUT}/scripts/colab_install.py"], check=True)
+    sys.path.insert(0, CHECKOUT)
+
 # %% tags=["parameters"]
 profile = "smoke"
 seeds = [1337, 42, 123]

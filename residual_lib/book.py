@@ -1,15 +1,20 @@
 """Building the book: execute every notebook from the run records, then render the site.
 
-``python -m residual_lib book --profile cpu`` executes the section notebooks
-(``notebooks/``) and the computed book pages (``book/*.py``) with papermill, injecting the
-profile and ``train_missing=False`` so that nothing is trained, into ``book/executed/``;
-then runs ``jupyter-book build`` with warnings as errors (broken references fail the
-build). A notebook that raises fails the build too.
+``python -m residual_lib book --profile cpu`` stages the site's sources under
+``_build/source/``: ``_config.yml``, ``_toc.yml``, the narrative pages (``book/*.md``) and
+every notebook -- the section notebooks (``notebooks/*.py``) and the computed book pages
+(``book/*.py``) -- executed with papermill, the profile and ``train_missing=False``
+injected so that nothing is trained. Executed notebooks keep their repository path
+(``notebooks/06_central.ipynb``), so each page's Colab button opens the notebook of the
+same name in the repository (the unexecuted ``.ipynb`` twin of the ``.py`` source, kept
+in sync by ``make notebooks``). Then ``jupyter-book build`` renders ``_build/html`` with
+warnings as errors (broken references fail the build); a notebook that raises fails it too.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -33,11 +38,11 @@ def glue(name: str, value, display: bool = False):
     _glue(name, _Text(value) if isinstance(value, str) else value, display=display)
 
 
-def pages() -> list[Path]:
+def pages(root: Path = ROOT) -> list[Path]:
     """Every notebook the book shows: the computed book pages, then the sections."""
     from .sweep import all_notebooks
 
-    return sorted((ROOT / "book").glob("*.py")) + all_notebooks()
+    return sorted((root / "book").glob("*.py")) + all_notebooks(root / "notebooks")
 
 
 def _remove_injected_cell(path: Path) -> None:
@@ -81,14 +86,21 @@ def build(profile: str = "cpu", results_dir: str | os.PathLike | None = None, ro
     if not seeds:
         raise FileNotFoundError(f"no complete central sweep under {results / profile}: run "
                                 f"`python -m residual_lib sweep --all --profile {profile}` first")
-    out = root / "book" / "executed"
+    stage = root / "_build" / "source"
+    if stage.exists():
+        shutil.rmtree(stage)
+    (stage / "book").mkdir(parents=True)
+    for name in ("_config.yml", "_toc.yml"):
+        shutil.copy2(root / name, stage / name)
+    for page in (root / "book").glob("*.md"):
+        shutil.copy2(page, stage / "book" / page.name)
     params = {"profile": profile, "seeds": seeds, "results_dir": str(results), "train_missing": False}
-    for page in pages():
-        executed = execute_notebook(page, params, out)
+    for page in pages(root):
+        executed = execute_notebook(page, params, stage / page.parent.name)
         if page.parent.name == "book":  # narrative pages: the parameters papermill injected are not content
             _remove_injected_cell(executed)
-        print(f"executed {page.name}", file=sys.stderr, flush=True)
-    cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(root), "--builder", builder, "-W", "-n",
-           "--keep-going"]
+        print(f"executed {page.relative_to(root)}", file=sys.stderr, flush=True)
+    cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(stage), "--path-output", str(root),
+           "--builder", builder, "-W", "-n", "--keep-going"]
     subprocess.run(cmd, check=True, cwd=root)
     return root / "_build" / "html" / "index.html"

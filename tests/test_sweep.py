@@ -126,7 +126,8 @@ def built_book(smoke_results, tmp_path_factory) -> Path:
     root, tmp = Path(book.ROOT), tmp_path_factory.mktemp("site")
     for name in ("_config.yml", "_toc.yml"):
         shutil.copy(root / name, tmp / name)
-    shutil.copytree(root / "book", tmp / "book", ignore=shutil.ignore_patterns("executed"))
+    shutil.copytree(root / "book", tmp / "book")
+    shutil.copytree(root / "notebooks", tmp / "notebooks", ignore=shutil.ignore_patterns("*.ipynb", "__pycache__"))
     index = book.build("smoke", smoke_results, root=tmp)
     assert index.is_file()
     return tmp / "_build" / "html"
@@ -137,7 +138,7 @@ def test_the_book_builds_from_records_with_a_verdict_per_claim(built_book):
 
     from residual_lib import paper
 
-    html = (built_book / "book" / "executed" / "scorecard.html").read_text()
+    html = (built_book / "book" / "scorecard.html").read_text()
     table = html[html.index('id="scorecard-table"'):html.index("</table>", html.index('id="scorecard-table"'))]
     rows = re.findall(r"<tr>(.*?)</tr>", table, flags=re.S)[1:]  # skip the header
     claims = set(paper.claims().claim)
@@ -146,11 +147,25 @@ def test_the_book_builds_from_records_with_a_verdict_per_claim(built_book):
     intro = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", (built_book / "book" / "intro.html").read_text()))
     assert "records of the smoke profile" in intro and "2 seeds per variant" in intro
     assert any((built_book / "_images").glob("*.png"))
-    for page in ("not_reproduced", "confounds", "03_setup", "08_reproduction"):
-        assert (built_book / "book" / "executed" / f"{page}.html").is_file()
-    titles = {re.search(r"<title>([^<&]*)", (built_book / "book" / "executed" / f"{p.stem}.html").read_text()).group(1)
+    for page in ("book/not_reproduced", "book/confounds", "notebooks/03_setup", "notebooks/08_reproduction"):
+        assert (built_book / f"{page}.html").is_file()
+    titles = {re.search(r"<title>([^<&]*)", (built_book / "notebooks" / f"{p.stem}.html").read_text()).group(1)
               for p in NOTEBOOKS}
     assert len(titles) == len(NOTEBOOKS)  # every chapter has its own title
+
+
+def test_every_notebook_page_has_a_colab_button_to_its_repository_twin(built_book):
+    import yaml
+
+    from residual_lib.book import ROOT, pages
+
+    url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
+    slug = url.removeprefix("https://github.com/")
+    for page in pages():
+        rel = f"{page.parent.name}/{page.stem}"
+        html = (built_book / f"{rel}.html").read_text()
+        assert f"https://colab.research.google.com/github/{slug}/blob/main/{rel}.ipynb" in html, rel
+        assert (page.with_suffix(".ipynb")).is_file(), f"{rel}.ipynb is missing: run make notebooks"
 
 
 def test_the_book_in_a_real_browser(built_book):
@@ -192,7 +207,7 @@ def test_the_book_in_a_real_browser(built_book):
         assert "what holds up" in driver.title
         driver.save_screenshot(str(out / "index.png"))
 
-        driver.get(f"{base}/book/executed/scorecard.html")
+        driver.get(f"{base}/book/scorecard.html")
         rows = driver.find_elements(By.CSS_SELECTOR, "table#scorecard-table tbody tr")
         claims = {row.find_elements(By.TAG_NAME, "td")[0].text for row in rows}
         verdicts = [row.find_element(By.CSS_SELECTOR, "td.verdict").text for row in rows]
@@ -200,7 +215,7 @@ def test_the_book_in_a_real_browser(built_book):
         assert len(verdicts) == len(rows) and set(verdicts) <= set(scorecard.VERDICTS)
         driver.save_screenshot(str(out / "scorecard.png"))
 
-        driver.get(f"{base}/book/executed/06_central.html")
+        driver.get(f"{base}/notebooks/06_central.html")
         count_loaded = ("const imgs = Array.from(document.images); imgs.forEach(i => i.scrollIntoView());"
                         "return imgs.filter(i => i.complete && i.naturalWidth > 0).length")
         WebDriverWait(driver, 15).until(lambda d: d.execute_script(count_loaded) >= 1)

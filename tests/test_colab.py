@@ -1,0 +1,97 @@
+"""Colab: every notebook installs this repository in its first code cell when it runs in
+Colab, the launch buttons point at the repository's .ipynb twins, and the twins match
+their .py sources."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tomllib
+
+import nbformat
+import pytest
+import yaml
+
+from residual_lib.book import ROOT, pages
+
+PAGES = pages()
+
+
+def _config() -> dict:
+    return yaml.safe_load((ROOT / "_config.yml").read_text())
+
+
+def _first_code_cell(page) -> str:
+    import jupytext
+
+    return next(c for c in jupytext.read(page).cells if c.cell_type == "code")
+
+
+def test_the_repository_url_is_the_same_everywhere():
+    url = _config()["repository"]["url"]
+    assert url.startswith("https://github.com/")
+    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"] == url
+    for page in PAGES:
+        assert f'"{url}"' in _first_code_cell(page).source, page.name
+    assert _config()["launch_buttons"]["colab_url"] == "https://colab.research.google.com"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.stem)
+def test_first_code_cell_installs_the_repository_in_colab_only(page, monkeypatch):
+    cell = _first_code_cell(page)
+    assert "remove-cell" in cell.metadata.get("tags", [])  # not shown in the book
+    calls = []
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: calls.append(cmd))
+    saved_path = list(sys.path)
+    try:
+        exec(cell.source, {})  # outside Colab: nothing happens
+        assert calls == []
+        monkeypatch.setitem(sys.modules, "google.colab", type(sys)("google.colab"))
+        exec(cell.source, {})
+        assert sys.path[0] == calls[0][-1]  # the checkout is importable at once
+    finally:
+        sys.path[:] = saved_path
+    clone, install = calls
+    assert clone[:2] == ["git", "clone"] and _config()["repository"]["url"] in clone
+    assert install == [sys.executable, f"{clone[-1]}/scripts/colab_install.py"]
+
+
+def test_colab_install_keeps_the_installed_torch(monkeypatch):
+    import runpy
+
+    import torch
+
+    calls = []
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: calls.append(cmd))
+    script = runpy.run_path(str(ROOT / "scripts" / "colab_install.py"))
+    cmd = script["install"](ROOT)
+    assert calls == [cmd]
+    assert cmd[:4] == [sys.executable, "-m", "pip", "install"]
+    assert cmd[-2:] == ["-e", f"{ROOT}[notebooks]"]
+    pins = cmd[cmd.index("-c") + 1]
+    try:
+        with open(pins) as f:
+            assert f.read().strip() == f"torch=={torch.__version__}"  # pip may not replace Colab's torch
+    finally:
+        os.unlink(pins)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.stem)
+def test_ipynb_twin_matches_its_source(page):
+    import jupytext
+
+    twin = page.with_suffix(".ipynb")
+    assert twin.is_file(), f"{twin.name} is missing: run make notebooks"
+    source = jupytext.read(page)
+    committed = nbformat.read(twin, as_version=4)
+    strip = lambda nb: [(c.cell_type, c.source, c.metadata.get("tags", [])) for c in nb.cells]  # noqa: E731
+    assert strip(committed) == strip(source), f"{twin.name} is out of date: run make notebooks"
+    assert all(not c.get("outputs") for c in committed.cells if c.cell_type == "code")  # unexecuted
+
+
+def test_toc_lists_every_notebook_under_its_repository_path():
+    toc = (ROOT / "_toc.yml").read_text()
+    for page in PAGES:
+        assert re.search(rf"file: {page.parent.name}/{page.stem}\b", toc), page

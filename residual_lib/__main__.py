@@ -71,6 +71,7 @@ def _build_parser() -> argparse.ArgumentParser:
     m.add_argument("--fuse", type=int, default=4, help="models fused, and runs in the sweep figure (default 4)")
     m.add_argument("--steps", type=int, default=None, help="timed steps per figure (default 30; 5 for large models on CPU)")
     m.add_argument("--warmup", type=int, default=3, help="untimed steps before each figure (default 3)")
+    m.add_argument("--repeats", type=int, default=3, help="rounds per figure; the best is reported (default 3)")
     m.add_argument("--device", default="auto", help="auto, cpu or cuda (default auto)")
     m.add_argument("--json", default=None, help="also write the figures to this JSON file")
     m.add_argument("--compile", action="store_true", help="every figure through torch.compile")
@@ -167,14 +168,14 @@ def _bench(args) -> int:
     from .bench import bench, report, write_json
 
     get_profile(args.profile)
-    for name in ("fuse", "steps"):
+    for name in ("fuse", "steps", "repeats"):
         if getattr(args, name) is not None and getattr(args, name) <= 0:
             raise RunError(f"--{name} must be positive, got {getattr(args, name)}")
     if args.warmup < 0:
         raise RunError(f"--warmup must be >= 0, got {args.warmup}")
     device = resolve_device(args.device)
     result = bench(args.profile, fuse=args.fuse, steps=args.steps, warmup=args.warmup, device=device,
-                   compile=args.compile)
+                   compile=args.compile, repeats=args.repeats)
     print(report(result))
     if args.json:
         write_json(result, args.json)

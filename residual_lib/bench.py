@@ -85,17 +85,24 @@ class _Loop:
         _sync(self.device)
 
 
-def _measure(loop: _Loop, steps: int, warmup: int) -> float:
-    """Tokens per second over ``steps`` steps of every model, after ``warmup`` steps."""
-    loop.run(warmup)
-    t0 = time.perf_counter()
-    loop.run(steps)
-    seconds = time.perf_counter() - t0
-    return loop.n_models * loop.profile.tokens_per_step * steps / seconds
+def _best_rates(loops: dict[str, _Loop], steps: int, warmup: int, repeats: int) -> dict[str, float]:
+    """Tokens per second of each loop over ``steps`` steps of every model, after ``warmup``
+    steps: the best of ``repeats`` rounds, the loops taking turns within a round, so that a
+    slow spell of a shared machine does not land on one figure only."""
+    for loop in loops.values():
+        loop.run(warmup)
+    best = dict.fromkeys(loops, 0.0)
+    for _ in range(repeats):
+        for name, loop in loops.items():
+            t0 = time.perf_counter()
+            loop.run(steps)
+            rate = loop.n_models * loop.profile.tokens_per_step * steps / (time.perf_counter() - t0)
+            best[name] = max(best[name], rate)
+    return best
 
 
 def _sweep_worker(profile: Profile, data_dir, n_models: int, fuse: int, threads: int, steps: int, warmup: int,
-                  first_seed: int, device: str, compile: bool, barrier, queue) -> None:
+                  first_seed: int, device: str, compile: bool, repeats: int, barrier, queue) -> None:
     torch.set_num_threads(threads)
     corpus = load_corpus(profile.dataset, data_dir)
     with determinism(True):
@@ -106,23 +113,28 @@ def _sweep_worker(profile: Profile, data_dir, n_models: int, fuse: int, threads:
             left, seed = left - size, seed + size
         for loop in loops:
             loop.run(warmup)
-        barrier.wait()
-        t0 = time.monotonic()
-        for loop in loops:
-            loop.run(steps)
-        queue.put((t0, time.monotonic(), n_models * profile.tokens_per_step * steps))
+        rounds = []
+        for _ in range(repeats):
+            barrier.wait()  # every process starts the round together
+            t0 = time.monotonic()
+            for loop in loops:
+                loop.run(steps)
+            rounds.append((t0, time.monotonic()))
+        queue.put((rounds, n_models * profile.tokens_per_step * steps))
 
 
 def _sweep_throughput(profile: Profile, data_dir, k: int, jobs: int, threads: int, fuse: int, steps: int, warmup: int,
-                      device: str, compile: bool = False) -> float:
-    """Total tokens/s of ``k`` runs spread over ``jobs`` processes started together."""
+                      device: str, compile: bool = False, repeats: int = 3) -> float:
+    """Total tokens/s of ``k`` runs spread over ``jobs`` processes started together (best of
+    ``repeats`` rounds)."""
     ctx = mp.get_context("spawn")
     barrier, queue = ctx.Barrier(jobs), ctx.Queue()
     shares = [k // jobs + (1 if i < k % jobs else 0) for i in range(jobs)]
     procs, seed = [], 0
     for share in shares:
         procs.append(ctx.Process(target=_sweep_worker, args=(profile, data_dir, share, fuse, threads, steps, warmup,
-                                                             seed, device, compile, barrier, queue)))
+                                                             seed, device, compile, repeats, barrier,
+                                                             queue)))
         seed += share
     for p in procs:
         p.start()
@@ -131,8 +143,12 @@ def _sweep_throughput(profile: Profile, data_dir, k: int, jobs: int, threads: in
         p.join()
         if p.exitcode:
             raise RuntimeError(f"a benchmark process failed (exit {p.exitcode})")
-    start, end = min(r[0] for r in results), max(r[1] for r in results)
-    return sum(r[2] for r in results) / (end - start)
+    tokens = sum(r[1] for r in results)
+    rates = []
+    for i in range(repeats):
+        start, end = min(r[0][i][0] for r in results), max(r[0][i][1] for r in results)
+        rates.append(tokens / (end - start))
+    return max(rates)
 
 
 def matmul_gflops(device: str, seconds: float = 1.0) -> float:
@@ -171,6 +187,7 @@ def bench(
     data_dir=None,
     layout: tuple[int, int, int] | None = None,
     compile: bool = False,
+    repeats: int = 3,
 ) -> dict:
     """Measure the figures described in the module docstring; returns them as a dict."""
     from .sweep import default_layout
@@ -181,21 +198,24 @@ def bench(
     if steps is None:
         steps = 30 if device.startswith("cuda") or profile.n_embd <= 128 else 5
     cores = os.cpu_count() or 1
-    out = {"profile": profile.name, "device": device, "fuse": fuse, "steps": steps, "compile": compile,
+    out = {"profile": profile.name, "device": device, "fuse": fuse, "steps": steps, "repeats": repeats,
+           "compile": compile,
            "cores": cores, "torch_version": torch.__version__}
     with determinism(True), _threads(None if device.startswith("cuda") else cores):
-        single = _Loop(profile, corpus, 1, False, device, compile=compile)
-        n_params = single.trainers[0][0].model.num_params()
-        out["single_tokens_per_s"] = _measure(single, steps, warmup)
-        out["nodiag_tokens_per_s"] = _measure(_Loop(profile, corpus, 1, False, device, diagnostics=False,
-                                                    compile=compile), steps, warmup)
-        out["fused_tokens_per_s"] = _measure(_Loop(profile, corpus, fuse, True, device, compile=compile), steps,
-                                             warmup)
+        loops = {
+            "single": _Loop(profile, corpus, 1, False, device, compile=compile),
+            "nodiag": _Loop(profile, corpus, 1, False, device, diagnostics=False, compile=compile),
+            "fused": _Loop(profile, corpus, fuse, True, device, compile=compile),
+        }
+        n_params = loops["single"].trainers[0][0].model.num_params()
+        for name, rate in _best_rates(loops, steps, warmup, repeats).items():
+            out[f"{name}_tokens_per_s"] = rate
+        del loops
         out["matmul_gflops"] = matmul_gflops(device)
     jobs, threads, layout_fuse = layout or default_layout(fuse, device)
     out["sweep_layout"] = {"jobs": jobs, "threads": threads, "fuse": layout_fuse}
     out["sweep_tokens_per_s"] = _sweep_throughput(profile, data_dir, fuse, jobs, threads, layout_fuse, steps, warmup,
-                                                  device, compile)
+                                                  device, compile, repeats)
     per_token = flops_per_token(profile, n_params)
     out["flops_per_token"] = per_token
     for name in ("single", "nodiag", "fused", "sweep"):
@@ -210,7 +230,8 @@ def bench(
 def report(result: dict) -> str:
     lay = result["sweep_layout"]
     lines = [
-        f"profile {result['profile']} on {result['device']} ({result['cores']} cores), {result['steps']} timed steps"
+        f"profile {result['profile']} on {result['device']} ({result['cores']} cores), best of"
+        f" {result['repeats']} x {result['steps']} timed steps"
         + (", torch.compile" if result.get("compile") else ""),
         f"  single  {result['single_tokens_per_s']:>12,.0f} tokens/s   one model, every thread"
         f" (MFU {result['mfu_single']:.1%})",

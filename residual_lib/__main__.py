@@ -55,7 +55,8 @@ def _build_parser() -> argparse.ArgumentParser:
     w.add_argument("--profile", default="smoke", help=f"one of {', '.join(PROFILES)} (default smoke)")
     w.add_argument("--seeds", type=int, nargs="+", default=[1337, 42, 123])
     w.add_argument("--variants", nargs="+", default=None, help="variants of the central comparisons (default: all four)")
-    w.add_argument("--jobs", type=int, default=None, help="runs trained at once (default: one per core on CPU, 1 on GPU)")
+    w.add_argument("--jobs", type=int, default=None,
+                   help="processes training at once (default: one per core on CPU, 1 on GPU)")
     w.add_argument("--threads", type=int, default=None, help="torch threads per job (default: cores / jobs)")
     w.add_argument("--fuse", type=int, default=None,
                    help="runs of one shape trained together per job (default: 1 on CPU, up to 8 on GPU)")
@@ -69,7 +70,8 @@ def _build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser("bench", help="tokens/s: one model, K fused, the sweep layout, no diagnostics; matmul peak")
     m.add_argument("--profile", default="cpu", help=f"one of {', '.join(PROFILES)} (default cpu)")
     m.add_argument("--fuse", type=int, default=4, help="models fused, and runs in the sweep figure (default 4)")
-    m.add_argument("--steps", type=int, default=None, help="timed steps per figure (default 30; 5 for large models on CPU)")
+    m.add_argument("--steps", type=int, default=None,
+                   help="timed steps per figure and round (default 30; 5 for large models on CPU)")
     m.add_argument("--warmup", type=int, default=3, help="untimed steps before each figure (default 3)")
     m.add_argument("--repeats", type=int, default=3, help="rounds per figure; the best is reported (default 3)")
     m.add_argument("--device", default="auto", help="auto, cpu or cuda (default auto)")

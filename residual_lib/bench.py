@@ -229,6 +229,7 @@ def bench(
 
 def report(result: dict) -> str:
     lay = result["sweep_layout"]
+    dtype = "bf16" if result["device"].startswith("cuda") else "fp32"
     lines = [
         f"profile {result['profile']} on {result['device']} ({result['cores']} cores), best of"
         f" {result['repeats']} x {result['steps']} timed steps"
@@ -242,7 +243,7 @@ def report(result: dict) -> str:
         f" MFU {result['mfu_sweep']:.1%})",
         f"  nodiag  {result['nodiag_tokens_per_s']:>12,.0f} tokens/s   single without diagnostics"
         f" (diagnostics cost {result['diagnostics_overhead']:.1%})",
-        f"  matmul  {result['matmul_gflops']:>12,.1f} GFLOP/s  ({'bf16' if result['device'].startswith('cuda') else 'fp32'}"
+        f"  matmul  {result['matmul_gflops']:>12,.1f} GFLOP/s  ({dtype}"
         f" dense matmul on this machine; {result['flops_per_token']:,.0f} FLOPs per token)",
     ]
     return "\n".join(lines)

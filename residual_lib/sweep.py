@@ -4,7 +4,8 @@
 
 1. Each notebook's section plan (:func:`residual_lib.sections.plan`) lists its runs;
    runs whose record exists are skipped, so a second sweep trains nothing and a killed
-   sweep resumes where it stopped.
+   sweep resumes where it stopped. Runs are trained seed by seed, in the order the seeds
+   are given, so a partial sweep leaves complete seeds.
 2. Missing runs are trained by a pool of worker processes (``--jobs``, each with
    ``--threads`` torch threads, training up to ``--fuse`` runs of one shape together:
    :mod:`residual_lib.fused`; :func:`default_layout` picks all three), or submitted through submitit (``--executor submitit``:
@@ -187,7 +188,8 @@ def train_specs(
             while pending and len(running) < jobs:
                 group = pending.pop(0)
                 first = group[0]
-                name = f"{first.variant}_seed{first.seed}_{first.key}" + (f"_fused{len(group)}" if len(group) > 1 else "")
+                name = f"{first.variant}_seed{first.seed}_{first.key}"
+                name += f"_fused{len(group)}" if len(group) > 1 else ""
                 log = results / first.profile / "logs" / f"{name}.log"
                 future = backend.submit([asdict(s) for s in group], str(results), device, threads, str(log), compile)
                 running[future] = (group, log)
@@ -270,7 +272,10 @@ def sweep(
     if variants:
         params["variants"] = list(variants)
     specs = list(dict.fromkeys(s for p in paths for s in plan(p.stem, **params)))
-    todo = missing(specs, results)
+    # seed by seed: a sweep stopped half-way leaves whole seeds (every run the sections need
+    # for them), which the notebooks and the book can already show
+    order = {seed: i for i, seed in enumerate(params["seeds"])}
+    todo = sorted(missing(specs, results), key=lambda s: order.get(s.seed, len(order)))
     report = SweepReport(cached=len(specs) - len(todo))
     report.trained, report.failed_runs = train_specs(todo, results, jobs, threads, executor, device, cluster, progress,
                                                      fuse, compile)

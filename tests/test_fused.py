@@ -121,9 +121,9 @@ def test_sweep_with_fuse_trains_groups_and_resumes(tmp_path):
 
 def test_bench_prints_and_writes_every_figure(tmp_path):
     out = tmp_path / "bench.json"
-    proc = subprocess.run([sys.executable, "-m", "residual_lib", "bench", "--profile", "smoke", "--fuse", "2",
-                           "--steps", "2", "--warmup", "1", "--repeats", "1", "--json", str(out)], capture_output=True, text=True,
-                          timeout=600)
+    cmd = [sys.executable, "-m", "residual_lib", "bench", "--profile", "smoke", "--fuse", "2", "--steps", "2",
+           "--warmup", "1", "--repeats", "1", "--json", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     for word in ("single", "fused", "sweep", "nodiag", "matmul"):
         assert word in proc.stdout

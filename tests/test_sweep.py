@@ -224,3 +224,15 @@ def test_the_book_in_a_real_browser(built_book):
     finally:
         driver.quit()
         server.shutdown()
+
+
+def test_sweep_trains_seed_by_seed(monkeypatch, tmp_path):
+    """A sweep stopped half-way leaves whole seeds: runs are queued seed by seed."""
+    import residual_lib.sweep as sweep_module
+
+    queued = []
+    monkeypatch.setattr(sweep_module, "train_specs", lambda todo, *a, **k: (queued.extend(todo), ([], []))[1])
+    sweep([str(p) for p in NOTEBOOKS if p.stem in ("06_central", "07_mechanism")], profile="smoke", seeds=[7, 5],
+          results_dir=tmp_path, run_notebooks=False, progress=False)
+    seeds = [s.seed for s in queued]
+    assert seeds == [7] * 5 + [5] * 5  # four central variants and the mixer per seed

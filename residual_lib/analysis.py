@@ -124,3 +124,32 @@ def gap_table(frame: pd.DataFrame, pairs, value: str = "final_val_loss") -> pd.D
         if len(xa) and len(xb):
             rows.append({"comparison": f"{a} − {b}", **welch_gap(xa, xb)})
     return pd.DataFrame(rows).set_index("comparison") if rows else pd.DataFrame()
+
+
+LADDER_GAPS = {
+    "attn_only - full": ("attn_only", "full"),
+    "ffn_only - floor": ("ffn_only", None),
+}
+
+
+def ladder_gaps(frame: pd.DataFrame, value: str = "final_val_loss") -> pd.DataFrame:
+    """The scale ladder's two gaps per rung: ``attn_only - full`` (paired by seed: what
+    removing the FFN residual costs) and ``ffn_only - floor`` (how far removing the
+    attention residual leaves the model above the unigram floor; negative = below it).
+    One row per (profile, gap): parameter count, mean, std (ddof=1) and number of seeds;
+    a gap needs both of its runs for a seed to count it."""
+    rows = []
+    for profile, runs in frame.groupby("profile"):
+        wide = runs.pivot_table(index="seed", columns="variant", values=value)
+        floor = float(runs["unigram_floor"].iloc[0])
+        for name, (a, b) in LADDER_GAPS.items():
+            if a not in wide or (b is not None and b not in wide):
+                continue
+            gap = (wide[a] - (floor if b is None else wide[b])).dropna()
+            if gap.empty:
+                continue
+            rows.append({"profile": profile, "n_params": int(runs["n_params"].iloc[0]), "gap": name,
+                         "mean": float(gap.mean()), "std": float(gap.std(ddof=1)) if len(gap) > 1 else float("nan"),
+                         "seeds": int(len(gap))})
+    table = pd.DataFrame(rows, columns=["profile", "n_params", "gap", "mean", "std", "seeds"])
+    return table.sort_values(["gap", "n_params"], ignore_index=True)

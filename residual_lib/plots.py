@@ -117,3 +117,23 @@ def alpha_heatmap(matrix: np.ndarray, title: str = "") -> plt.Figure:
     ax.set(xlabel="head", ylabel="layer", title=title)
     fig.tight_layout()
     return fig
+
+
+def ladder(table: pd.DataFrame) -> plt.Figure:
+    """The scale ladder: each gap of :func:`residual_lib.analysis.ladder_gaps` against the
+    parameter count (log scale), mean +- 1 std over seeds, one panel per gap."""
+    gaps = list(dict.fromkeys(table["gap"]))
+    fig, axes = plt.subplots(1, max(1, len(gaps)), figsize=(5.2 * max(1, len(gaps)), 3.8), squeeze=False)
+    colors = {"attn_only - full": PALETTE["attn_only"], "ffn_only - floor": PALETTE["ffn_only"]}
+    for ax, gap in zip(axes[0], gaps):
+        part = table[table["gap"] == gap].sort_values("n_params")
+        ax.errorbar(part["n_params"], part["mean"], yerr=part["std"].fillna(0), marker="o", capsize=4,
+                    color=colors.get(gap, "black"))
+        for _, row in part.iterrows():
+            ax.annotate(f"{row['profile']}\n{row['seeds']} seed(s)", (row["n_params"], row["mean"]),
+                        textcoords="offset points", xytext=(6, 6), fontsize=8)
+        ax.axhline(0, color="black", lw=0.8, ls=":")
+        ax.set_xscale("log")
+        ax.set(xlabel="parameters (non-embedding-position, tied head once)", ylabel=f"{gap} (nats)", title=gap)
+    fig.tight_layout()
+    return fig

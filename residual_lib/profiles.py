@@ -6,6 +6,11 @@ evaluation mode and gain.
   context 64), the size of nanoGPT's documented CPU recipe, with batch 32 and
   2,000 steps: a few minutes a run on 2 cores. It stands in for the paper's 10M
   model on machines without a GPU.
+* ``ladder-0.1m``, ``ladder-0.3m`` -- the ``cpu`` profile at widths 48 and 80 (about
+  0.12M and 0.32M parameters): with ``cpu`` (0.8M) the three rungs of the scale ladder,
+  a study the paper does not have (:data:`LADDERS`).
+* ``smoke-ladder-s``, ``smoke-ladder-m`` -- ``smoke`` at widths 12 and 20: the ladder at
+  smoke scale, for tests.
 * ``paper-10m`` -- the paper's 10M setting, nanoGPT's ``shakespeare_char`` config:
   6 layers, 6 heads, 384 wide, context 256, batch 64, dropout 0.2, lr 1e-3 cosine to
   1e-4 over 5,000 steps after 100 warm-up steps, beta2 0.99. Needs a GPU.
@@ -95,6 +100,8 @@ PROFILES: dict[str, Profile] = {
         learning_rate=3e-3, min_lr=3e-4, warmup_iters=10, eval_interval=50, eval_iters=4, log_interval=10,
     ),
     "cpu": Profile(name="cpu"),
+    "ladder-0.1m": Profile(name="ladder-0.1m", n_embd=48),
+    "ladder-0.3m": Profile(name="ladder-0.3m", n_embd=80),
     "paper-10m": Profile(
         name="paper-10m", n_layer=6, n_head=6, n_embd=384, block_size=256, dropout=0.2, batch_size=64,
         max_iters=5000, learning_rate=1e-3, min_lr=1e-4, warmup_iters=100, beta2=0.99,
@@ -106,6 +113,23 @@ PROFILES: dict[str, Profile] = {
         warmup_iters=200, beta2=0.95, eval_interval=250, eval_iters=100, log_interval=10,
     ),
 }
+
+
+PROFILES["smoke-ladder-s"] = replace(PROFILES["smoke"], name="smoke-ladder-s", n_embd=12)
+PROFILES["smoke-ladder-m"] = replace(PROFILES["smoke"], name="smoke-ladder-m", n_embd=20)
+
+#: The scale ladder's rungs, smallest first: only the width changes (4 layers, 4 heads,
+#: context 64, batch 32, 2,000 steps). The largest is ``cpu`` itself, the largest model a
+#: 2-core machine trains 4 variants x 3 seeds of, several times over, in a working day.
+LADDERS: dict[str, tuple[str, ...]] = {
+    "cpu": ("ladder-0.1m", "ladder-0.3m", "cpu"),
+    "smoke": ("smoke-ladder-s", "smoke-ladder-m", "smoke"),
+}
+
+
+def ladder(profile: str) -> tuple[str, ...]:
+    """The ladder shown next to ``profile``: its own ladder, else the ``cpu`` one."""
+    return LADDERS.get(profile, LADDERS["cpu"])
 
 
 def get_profile(name: str, **overrides) -> Profile:

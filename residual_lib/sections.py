@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .records import find_record, load_records, run_key
-from .profiles import get_profile
+from .records import SCALARS, find_record, load_records, run_key
+from .profiles import get_profile, ladder
 from .train import run, run_identity
 
 CENTRAL_VARIANTS = ("full", "attn_only", "ffn_only", "no_residual")
@@ -84,6 +84,11 @@ def _reproduction(profile, seeds, variants, repeats=3, repro_variant="attn_only"
     return deterministic + nondeterministic + _central(profile, seeds, variants)
 
 
+def _scale_ladder(profile, seeds, variants, ladder_seeds=3, **_):
+    # every rung of the ladder, the central variants, the first ladder_seeds seeds
+    return [RunSpec(rung, v, s) for rung in ladder(profile) for v in variants for s in seeds[:ladder_seeds]]
+
+
 PLANS = {
     "03_setup": lambda **_: [],
     "04_joint_collapse": _joint_collapse,
@@ -91,6 +96,7 @@ PLANS = {
     "06_central": _central,
     "07_mechanism": _mechanism,
     "08_reproduction": _reproduction,
+    "09_scale_ladder": _scale_ladder,
 }
 
 
@@ -122,24 +128,28 @@ def ensure(
     results_dir: str | os.PathLike | None = None,
     train_missing: bool = True,
     device: str = "auto",
+    skip_missing: bool = False,
     **params,
 ) -> pd.DataFrame:
     """The records ``section`` needs, as :func:`residual_lib.records.load_records` rows,
     training the missing ones when ``train_missing`` (one after another, in this process).
     With ``train_missing=False`` a missing record is an error that names the command
-    that makes it."""
+    that makes it, unless ``skip_missing``: then only the existing records are returned
+    (for a study that may be shown in part, like the scale ladder; see :func:`missing`)."""
     results = Path(results_dir) if results_dir else default_results_dir()
     specs = plan(section, profile, seeds, variants, **params)
     absent = missing(specs, results)
     if absent and not train_missing:
-        raise FileNotFoundError(
-            f"{len(absent)} run record(s) missing under {results}/{profile} (first: {absent[0].label()}): "
-            f"run `python -m residual_lib sweep notebooks/{section_name(section)}.py --profile {profile}`"
-        )
+        if not skip_missing:
+            raise FileNotFoundError(
+                f"{len(absent)} run record(s) missing under {results} (first: {absent[0].label()}): "
+                f"run `python -m residual_lib sweep notebooks/{section_name(section)}.py --profile {profile}`"
+            )
+        specs = [s for s in specs if s not in set(absent)]
     paths = []
     for spec in specs:
         fields = asdict(spec)
         path, _ = run(fields.pop("profile"), **fields, results_dir=results, device=device)
         paths.append(path)
     frames = [load_records(p) for p in paths]
-    return pd.concat(frames, ignore_index=True) if frames else load_records(results / profile)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*SCALARS, "path"])

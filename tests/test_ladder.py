@@ -1,0 +1,57 @@
+"""The scale ladder: its plan spans the ladder's profiles, its gaps are computed per rung."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from residual_lib import analysis
+from residual_lib.profiles import get_profile, ladder
+from residual_lib.sections import ensure, plan
+
+
+def test_the_ladder_changes_only_the_width():
+    rungs = [get_profile(r) for r in ladder("cpu")]
+    assert [r.name for r in rungs][-1] == "cpu"
+    assert [r.n_embd for r in rungs] == sorted(r.n_embd for r in rungs) and len({r.n_embd for r in rungs}) == 3
+    base = rungs[-1].to_dict()
+    for rung in rungs[:-1]:
+        diff = {k for k, v in rung.to_dict().items() if base[k] != v}
+        assert diff == {"name", "n_embd"}
+    assert ladder("paper-10m") == ladder("cpu")  # the ladder is a CPU study
+
+
+def test_ladder_plan_covers_every_rung_variant_and_first_three_seeds():
+    specs = plan("09_scale_ladder", "cpu", seeds=[1, 2, 3, 4], variants=["full", "ffn_only"])
+    assert {(s.profile, s.variant, s.seed) for s in specs} == {
+        (r, v, s) for r in ladder("cpu") for v in ("full", "ffn_only") for s in (1, 2, 3)}
+
+
+def test_ensure_can_show_a_partial_ladder(tmp_path):
+    with pytest.raises(FileNotFoundError, match="sweep notebooks/09_scale_ladder.py"):
+        ensure("09_scale_ladder", "smoke", seeds=[1], variants=["full"], results_dir=tmp_path, train_missing=False)
+    empty = ensure("09_scale_ladder", "smoke", seeds=[1], variants=["full"], results_dir=tmp_path,
+                   train_missing=False, skip_missing=True)
+    assert empty.empty and "final_val_loss" in empty.columns
+
+
+def _row(profile, n_params, variant, seed, loss, floor=3.0):
+    return {"profile": profile, "n_params": n_params, "variant": variant, "seed": seed, "final_val_loss": loss,
+            "unigram_floor": floor}
+
+
+def test_ladder_gaps_pair_by_seed_and_skip_incomplete_pairs():
+    frame = pd.DataFrame([
+        _row("a", 100, "full", 1, 2.0), _row("a", 100, "attn_only", 1, 2.5),
+        _row("a", 100, "full", 2, 2.2), _row("a", 100, "attn_only", 2, 2.5),
+        _row("a", 100, "ffn_only", 1, 3.1), _row("a", 100, "ffn_only", 2, 2.9),
+        _row("b", 1000, "full", 1, 1.0), _row("b", 1000, "ffn_only", 1, 3.0),  # no attn_only at b
+    ])
+    gaps = analysis.ladder_gaps(frame).set_index(["profile", "gap"])
+    assert gaps.loc[("a", "attn_only - full"), "mean"] == pytest.approx(0.4)  # (0.5 + 0.3) / 2
+    assert gaps.loc[("a", "attn_only - full"), "std"] == pytest.approx(math.sqrt(0.02))
+    assert gaps.loc[("a", "ffn_only - floor"), "mean"] == pytest.approx(0.0)
+    assert gaps.loc[("b", "ffn_only - floor"), "seeds"] == 1 and math.isnan(gaps.loc[("b", "ffn_only - floor"), "std"])
+    assert ("b", "attn_only - full") not in gaps.index

@@ -38,7 +38,7 @@ notebooks: venv
 	$(VENV)/bin/jupytext --to ipynb --update-metadata '{"jupytext": null}' notebooks/[0-9][0-9]_*.py book/*.py
 
 test: venv
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=10
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info _build

@@ -41,6 +41,7 @@ import pandas as pd
 import torch
 
 from residual_lib import PROFILES, GPTConfig, ResidualGPT, load_corpus, paper, plots
+from residual_lib.book import glue
 from residual_lib.sections import ensure
 
 ensure("03_setup", profile=profile, seeds=seeds, variants=variants, results_dir=results_dir,
@@ -111,3 +112,4 @@ collapse[["claim", "variant", "value"]].rename(columns={"value": "paper's value"
 
 # %%
 fig = plots.block_variants()
+glue("block_variants", fig, display=False)  # also shown on the book's introduction

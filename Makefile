@@ -8,7 +8,7 @@ SEEDS   ?= 1337
 RESULTS ?= results
 VARIANTS ?= full attn_only ffn_only no_residual
 
-.PHONY: venv run sweep book notebooks test clean
+.PHONY: venv run sweep reproduce book notebooks test clean
 
 venv: $(VENV)/.installed
 
@@ -28,6 +28,13 @@ run: venv
 # Every section notebook at $(PROFILE), via papermill (trains only what is missing).
 sweep: venv
 	$(PY) -m residual_lib sweep --all --profile $(PROFILE) --seeds $(SEEDS)
+
+# Every record the book shows at the cpu profile: all sections for five seeds and the scale
+# ladder, trained where missing under $(RESULTS)/ (RESULTS=fresh-results re-creates them
+# from scratch elsewhere). About 12 minutes per pair of cpu runs on 2 cores.
+REPRO_SEEDS ?= 1337 42 123 7 8
+reproduce: venv
+	$(PY) -m residual_lib sweep --all --profile cpu --seeds $(REPRO_SEEDS) --out $(RESULTS)
 
 # The jupyter-book site in _build/html, from the records under results/$(PROFILE) (nothing is trained).
 book: venv

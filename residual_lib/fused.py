@@ -71,8 +71,9 @@ def shape_key(variant: str, deterministic: bool = True) -> tuple:
 
 def fuse_groups(runs: list, fuse: int) -> list[list]:
     """Split ``runs`` (objects with ``profile``, ``variant`` and ``deterministic``
-    attributes) into groups of at most ``fuse`` runs that can be trained together,
-    keeping the given order within each group."""
+    attributes) into groups of at most ``fuse`` runs that can be trained together. Groups
+    come in the order of their first run and keep the given order within, so a queue
+    ordered seed by seed stays so."""
     if fuse < 1:
         raise RunError(f"fuse must be at least 1, got {fuse}: pass --fuse 1 to train runs one by one")
     by_shape: dict[tuple, list] = {}
@@ -81,7 +82,9 @@ def fuse_groups(runs: list, fuse: int) -> list[list]:
     groups = []
     for members in by_shape.values():
         groups += [members[i:i + fuse] for i in range(0, len(members), fuse)]
-    return groups
+    # in the order of each group's first run: with fuse=1 the runs keep their order exactly
+    position = {id(r): i for i, r in enumerate(runs)}
+    return sorted(groups, key=lambda g: position[id(g[0])])
 
 
 class FusedTrainer:

@@ -84,7 +84,8 @@ def test_fuse_groups_split_by_shape_and_size():
     for group in groups:
         assert len({(s.variant == "mixer", s.deterministic) for s in group}) == 1
     assert sum(len(g) for g in groups) == len(specs)
-    assert [len(g) for g in fuse_groups(specs, 1)] == [1] * len(specs)
+    assert [g for g in fuse_groups(specs, 1)] == [[s] for s in specs]  # fuse 1: the queue's order, unchanged
+    assert [g[0] for g in groups] == sorted((g[0] for g in groups), key=specs.index)
     with pytest.raises(RunError, match="--fuse 1"):
         fuse_groups(specs, 0)
 

@@ -231,8 +231,31 @@ def test_sweep_trains_seed_by_seed(monkeypatch, tmp_path):
     import residual_lib.sweep as sweep_module
 
     queued = []
-    monkeypatch.setattr(sweep_module, "train_specs", lambda todo, *a, **k: (queued.extend(todo), ([], []))[1])
-    sweep([str(p) for p in NOTEBOOKS if p.stem in ("06_central", "07_mechanism")], profile="smoke", seeds=[7, 5],
-          results_dir=tmp_path, run_notebooks=False, progress=False)
-    seeds = [s.seed for s in queued]
-    assert seeds == [7] * 5 + [5] * 5  # four central variants and the mixer per seed
+    monkeypatch.setattr(sweep_module, "_LocalPool", _RecordingPool.factory(queued))
+    sweep([str(p) for p in NOTEBOOKS if p.stem in ("06_central", "07_mechanism", "08_reproduction")],
+          profile="smoke", seeds=[7, 5], results_dir=tmp_path, run_notebooks=False, progress=False, jobs=1)
+    seeds = [s["seed"] for group in queued for s in group]
+    # seed 7: four central variants, the mixer, a deterministic and three non-deterministic repeats
+    assert seeds == [7] * 9 + [5] * 5
+
+
+class _RecordingPool:
+    """Stands in for the process pool: records what is submitted, in order, and trains nothing."""
+
+    def __init__(self, queued):
+        self.queued, self.poll = queued, 0.0
+
+    @classmethod
+    def factory(cls, queued):
+        return lambda jobs: cls(queued)
+
+    def submit(self, specs, *args):
+        from concurrent.futures import Future
+
+        self.queued.append(specs)
+        future = Future()
+        future.set_result([])
+        return future
+
+    def close(self):
+        pass

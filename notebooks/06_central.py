@@ -62,7 +62,8 @@ summary["above unigram floor"] = summary["mean"] - floor
 for variant, row in summary.iterrows():  # numbers quoted in the book's prose
     glue(f"{variant}_result", f"{row['mean']:.3f} ± {row['std']:.3f}" if row["seeds"] > 1 else f"{row['mean']:.3f}")
 glue("unigram_floor", f"{floor:.3f}")
-glue("n_seeds", int(summary["seeds"].min()))
+n_seeds = int(summary["seeds"].min())
+glue("n_seeds", f"{n_seeds} seed{'' if n_seeds == 1 else 's'}")
 summary
 
 # %%

@@ -259,3 +259,17 @@ class _RecordingPool:
 
     def close(self):
         pass
+
+
+def test_the_book_shows_only_seeds_every_section_has(smoke_results, tmp_path):
+    """A seed whose central runs exist but whose mixer run does not is left out of the book."""
+    import shutil
+
+    from residual_lib.book import recorded_seeds
+
+    assert recorded_seeds(smoke_results, "smoke") == SEEDS
+    copy = tmp_path / "results"
+    shutil.copytree(smoke_results, copy)
+    for path in (copy / "smoke").glob(f"mixer_seed{SEEDS[1]}_*.json"):
+        path.unlink()
+    assert recorded_seeds(copy, "smoke") == SEEDS[:1]

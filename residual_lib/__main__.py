@@ -21,7 +21,7 @@ import sys
 from .data import DataError
 from .model import VARIANTS
 from .profiles import PROFILES, ProfileError, get_profile
-from .train import EVAL_MODES, RunError, check_run, resolve_device, run
+from .train import RunError, check_run, resolve_device, run
 
 
 class _Parser(argparse.ArgumentParser):

@@ -43,7 +43,6 @@ from pathlib import Path
 import torch
 from torch.func import functional_call, stack_module_state, vmap
 
-from . import diagnostics
 from .data import load_corpus
 from .model import VARIANTS
 from .profiles import Profile, get_profile

@@ -40,9 +40,10 @@ reproduce: venv
 book: venv
 	$(PY) -m residual_lib book --profile $(PROFILE)
 
-# The .ipynb twins of the .py notebooks, which Colab opens from the repository.
+# The .ipynb twins of the .py notebooks, which Colab opens from the repository (--update keeps
+# the ids of unchanged cells, so a regeneration changes only what changed).
 notebooks: venv
-	$(VENV)/bin/jupytext --to ipynb --update-metadata '{"jupytext": null}' notebooks/[0-9][0-9]_*.py book/*.py
+	$(VENV)/bin/jupytext --to ipynb --update --update-metadata '{"jupytext": null}' notebooks/[0-9][0-9]_*.py book/*.py
 
 test: venv
 	$(PY) -m pytest -q --durations=10

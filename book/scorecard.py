@@ -53,6 +53,7 @@ for verdict in scorecard.VERDICTS:
     glue(f"n_{verdict.replace(' ', '_')}", int(counts.get(verdict, 0)))
 glue("n_rows", len(table))
 glue("stand_in", profile)
+Markdown(scorecard.scale_note(results, stand_in=profile))
 
 # %% tags=["hide-input"]
 COLOURS = {"reproduced": "#d9f2d9", "not reproduced": "#f9d6d5", "inconclusive": "#fff2cc",

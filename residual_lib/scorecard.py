@@ -279,6 +279,22 @@ def _paper_text(rows: pd.DataFrame) -> str:
     return "; ".join(parts)
 
 
+def scale_note(results_dir: str | Path, stand_in: str = "cpu") -> str:
+    """One paragraph saying what the ``stand_in`` rows are: the size of its model (from its
+    records) against the paper's 10M, and which claims wait for paper-scale records."""
+    records = load_records(results_dir)
+    sizes = records[(records.profile == stand_in) & (records.variant == "full")]["n_params"]
+    size = f"a {sizes.max() / 1e6:.2g}M-parameter" if len(sizes) else "a small"
+    missing = [p for p in PAPER_SCALE if not (records.profile == p).any()]
+    waiting = (f"There are no {' or '.join(f'`{p}`' for p in missing)} records yet, so every row at "
+               f"{'that profile' if len(missing) == 1 else 'those profiles'} reads `not run at this scale`."
+               if missing else "Records exist at both paper profiles.")
+    return (f"**Scale.** The `{stand_in}` rows come from {size} stand-in for the paper's 10M model, "
+            f"trained on the same character corpus. They test the paper's qualitative claims (who collapses, "
+            f"who recovers, which confound matters); its absolute 10M and 124M numbers are checked only at "
+            f"`paper-10m` and `paper-124m`. {waiting}")
+
+
 def build(results_dir: str | Path, stand_in: str = "cpu") -> pd.DataFrame:
     """The scorecard: for every claim of :func:`residual_lib.paper.claims` and every profile
     of its scale (``stand_in`` being the small profile that stands in for 10M), the paper's

@@ -105,3 +105,16 @@ def test_gain_confound_needs_equivalent_gains(tmp_path):
     assert verdicts(tmp_path, "gain_confound")["cpu"] == "reproduced"
     fake_record(tmp_path, "cpu", "attn_only", 1337, 2.5, gain=4.0)
     assert verdicts(tmp_path, "gain_confound")["cpu"] == "not reproduced"
+
+
+def test_scale_note_gives_the_stand_in_size_and_the_missing_paper_profiles(tmp_path):
+    central(tmp_path, "cpu", attn=1.8, ffn=3.34)
+    for path in tmp_path.rglob("full_*.json"):  # a 0.8M-parameter full model
+        text = path.read_text().replace('"n_params": 1,', '"n_params": 801664,')
+        path.write_text(text)
+    note = scorecard.scale_note(tmp_path, stand_in="cpu")
+    assert "a 0.8M-parameter stand-in" in note
+    assert "`paper-10m` or `paper-124m` records" in note
+    central(tmp_path, "paper-10m", attn=1.98, ffn=3.34)
+    note = scorecard.scale_note(tmp_path, stand_in="cpu")
+    assert "no `paper-124m` records" in note and "paper-10m` or" not in note

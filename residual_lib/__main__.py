@@ -85,6 +85,9 @@ def _build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("summary", help="table of final validation losses per variant")
     s.add_argument("results", nargs="?", default="results", help="results directory (default results/)")
     s.add_argument("--profile", default=None, help="only this profile")
+    s.add_argument("--all-conditions", action="store_true",
+                   help="one row per condition (evaluation mode, gain, determinism) instead of the "
+                        "controlled runs only")
     return parser
 
 
@@ -115,20 +118,26 @@ def _train(args) -> int:
 def _summary(args) -> int:
     import pandas as pd
 
-    from .records import load_records, summarize
+    from .records import controlled, load_records, summarize
 
-    frame = load_records(args.results)
+    every = load_records(args.results)
     if args.profile:
-        frame = frame[frame.profile == args.profile]
-    if frame.empty:
+        every = every[every.profile == args.profile]
+    if every.empty:
         raise RunError(f"no run records under {args.results}: train some first (python -m residual_lib train ...)")
-    table = summarize(frame)
-    floors = frame.groupby(["profile", "variant"])["unigram_floor"].first().reset_index()
-    table = table.merge(floors, on=["profile", "variant"])
+    # the same seeds under other conditions (gains, random batches, repeats) would blur the
+    # seed-to-seed spread, so by default only the controlled runs are summarised
+    frame = every if args.all_conditions else controlled(every)
+    by = ["profile", "variant"] + (["eval_mode", "gain", "deterministic"] if args.all_conditions else [])
+    table = summarize(frame, by=by).merge(frame.groupby(by)["unigram_floor"].first().reset_index(), on=by)
+    table["n_params"] = table.merge(frame.groupby(by)["n_params"].first().reset_index(), on=by)["n_params"]
     table["variant"] = pd.Categorical(table["variant"], [v for v in VARIANTS if v in set(table["variant"])])
-    table = table.sort_values(["profile", "variant"]).rename(columns={"count": "runs"})
-    with pd.option_context("display.float_format", "{:.4f}".format, "display.width", 120):
+    table = table.sort_values(by).rename(columns={"count": "runs"})
+    with pd.option_context("display.float_format", "{:.4f}".format, "display.width", 160):
         print(table.to_string(index=False))
+    hours = every.wall_seconds.sum() / 3600
+    print(f"{len(every)} records, {hours:.2f} h of training wall time in all "
+          f"({'every condition' if args.all_conditions else f'{len(frame)} controlled runs shown'})")
     return 0
 
 

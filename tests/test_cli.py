@@ -35,6 +35,10 @@ def test_train_prints_the_record_path_last_and_beats_the_floor(tmp_path):
     assert "cached record" in again.stdout
     table = cli("summary", str(out))
     assert table.returncode == 0 and "full" in table.stdout and "mean" in table.stdout
+    assert table.stdout.strip().splitlines()[-1].startswith("1 records, ")
+    assert "eval_mode" not in table.stdout
+    every = cli("summary", str(out), "--all-conditions")
+    assert every.returncode == 0 and "eval_mode" in every.stdout and "fixed" in every.stdout
 
 
 @pytest.mark.parametrize(

@@ -118,3 +118,16 @@ def test_scale_note_gives_the_stand_in_size_and_the_missing_paper_profiles(tmp_p
     central(tmp_path, "paper-10m", attn=1.98, ffn=3.34)
     note = scorecard.scale_note(tmp_path, stand_in="cpu")
     assert "no `paper-124m` records" in note and "paper-10m` or" not in note
+
+
+def test_controlled_keeps_one_run_per_variant_and_seed(tmp_path):
+    from residual_lib.records import controlled, load_records
+
+    central(tmp_path, "cpu", attn=1.8, ffn=3.34, seeds=(1, 2))
+    fake_record(tmp_path, "cpu", "attn_only", 1, 1.9, gain=2.0)
+    fake_record(tmp_path, "cpu", "attn_only", 1, 1.9, eval_mode="random")
+    fake_record(tmp_path, "cpu", "attn_only", 1, 1.9, deterministic=False)
+    fake_record(tmp_path, "cpu", "attn_only", 1, 1.8, replicate=1)
+    frame = controlled(load_records(tmp_path))
+    assert len(frame) == 8 and not frame.duplicated(["variant", "seed"]).any()
+    assert set(frame[frame.variant == "attn_only"].final_val_loss) == {1.8 - 0.003, 1.8}

@@ -98,6 +98,43 @@ if len(gaps):
     fig = plots.ladder(gaps)
 
 # %% [markdown]
+# ## The trend
+#
+# A straight line through every seed's gap against log10(parameters): its slope is the
+# change of the gap per tenfold increase in model size, with a 95% t interval.
+
+# %%
+points = analysis.ladder_gap_points(records) if len(records) else pd.DataFrame(columns=["gap"])
+trend = analysis.ladder_trend(points)
+trend
+
+# %% tags=["hide-input"]
+from IPython.display import Markdown
+
+
+def describe(gap: str) -> str:
+    rows = gaps[gaps["gap"] == gap].sort_values("n_params") if len(gaps) else gaps
+    if not len(rows):
+        return f"`{gap}`: no rung has the runs for it yet."
+    values = "; ".join(f"{r.profile} ({r.n_params / 1e6:.2g}M, {r.seeds} seed(s)) {r.mean:+.3f}"
+                       + ("" if pd.isna(r.std) else f" ± {r.std:.3f}") for r in rows.itertuples())
+    fit = trend.set_index("gap").loc[gap]
+    if pd.isna(fit.slope_per_decade):
+        verdict = "too few rungs or seeds for a trend."
+    else:
+        direction = ("no trend distinguishable from zero" if fit.ci_low <= 0 <= fit.ci_high
+                     else "it grows with size" if fit.slope_per_decade > 0 else "it shrinks with size")
+        verdict = (f"slope {fit.slope_per_decade:+.3f} nats per decade (95% CI [{fit.ci_low:+.3f}, "
+                   f"{fit.ci_high:+.3f}], p = {fit.p:.2g}): {direction}.")
+    return f"`{gap}`: {values}; {verdict}"
+
+
+findings = {"attn_only - full": describe("attn_only - full"), "ffn_only - floor": describe("ffn_only - floor")}
+glue("ladder_attn_finding", findings["attn_only - full"])
+glue("ladder_ffn_finding", findings["ffn_only - floor"])
+Markdown("\n".join(f"- {text}" for text in findings.values()))
+
+# %% [markdown]
 # **What this can and cannot tell.** Within the ladder, a trend in `attn_only − full`
 # (shrinking or growing with width) and whether `ffn_only` stays at the floor at every rung
 # are measured, with the seed spread as error bars. What it cannot tell is the behaviour at

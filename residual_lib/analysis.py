@@ -132,12 +132,11 @@ LADDER_GAPS = {
 }
 
 
-def ladder_gaps(frame: pd.DataFrame, value: str = "final_val_loss") -> pd.DataFrame:
-    """The scale ladder's two gaps per rung: ``attn_only - full`` (paired by seed: what
-    removing the FFN residual costs) and ``ffn_only - floor`` (how far removing the
+def ladder_gap_points(frame: pd.DataFrame, value: str = "final_val_loss") -> pd.DataFrame:
+    """The scale ladder's two gaps per rung and seed: ``attn_only - full`` (paired by seed:
+    what removing the FFN residual costs) and ``ffn_only - floor`` (how far removing the
     attention residual leaves the model above the unigram floor; negative = below it).
-    One row per (profile, gap): parameter count, mean, std (ddof=1) and number of seeds;
-    a gap needs both of its runs for a seed to count it."""
+    A gap needs both of its runs for a seed to count it."""
     rows = []
     for profile, runs in frame.groupby("profile"):
         wide = runs.pivot_table(index="seed", columns="variant", values=value)
@@ -146,10 +145,37 @@ def ladder_gaps(frame: pd.DataFrame, value: str = "final_val_loss") -> pd.DataFr
             if a not in wide or (b is not None and b not in wide):
                 continue
             gap = (wide[a] - (floor if b is None else wide[b])).dropna()
-            if gap.empty:
-                continue
-            rows.append({"profile": profile, "n_params": int(runs["n_params"].iloc[0]), "gap": name,
-                         "mean": float(gap.mean()), "std": float(gap.std(ddof=1)) if len(gap) > 1 else float("nan"),
-                         "seeds": int(len(gap))})
-    table = pd.DataFrame(rows, columns=["profile", "n_params", "gap", "mean", "std", "seeds"])
+            rows += [{"profile": profile, "n_params": int(runs["n_params"].iloc[0]), "gap": name,
+                      "seed": int(seed), "value": float(v)} for seed, v in gap.items()]
+    return pd.DataFrame(rows, columns=["profile", "n_params", "gap", "seed", "value"])
+
+
+def ladder_gaps(frame: pd.DataFrame, value: str = "final_val_loss") -> pd.DataFrame:
+    """:func:`ladder_gap_points` per (profile, gap): parameter count, mean, std (ddof=1) and
+    number of seeds."""
+    points = ladder_gap_points(frame, value)
+    table = (points.groupby(["profile", "n_params", "gap"])["value"]
+             .agg(mean="mean", std=lambda v: v.std(ddof=1) if len(v) > 1 else float("nan"), seeds="count")
+             .reset_index())
+    table = table[["profile", "n_params", "gap", "mean", "std", "seeds"]]
     return table.sort_values(["gap", "n_params"], ignore_index=True)
+
+
+def ladder_trend(points: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
+    """Per gap, the least-squares slope of the per-seed gap against log10(parameters): nats
+    per decade of model size, with its t interval and p-value (scipy ``linregress``). Needs
+    two rungs and three points; otherwise the slope is NaN."""
+    from scipy import stats
+
+    rows = []
+    for gap, part in points.groupby("gap", sort=False):
+        x, y = np.log10(part["n_params"].to_numpy(float)), part["value"].to_numpy(float)
+        row = {"gap": gap, "rungs": int(part["profile"].nunique()), "points": len(part),
+               "slope_per_decade": math.nan, "ci_low": math.nan, "ci_high": math.nan, "p": math.nan}
+        if row["rungs"] >= 2 and len(part) >= 3:
+            fit = stats.linregress(x, y)
+            half = stats.t.ppf(0.5 + confidence / 2, len(part) - 2) * fit.stderr
+            row.update(slope_per_decade=float(fit.slope), ci_low=float(fit.slope - half),
+                       ci_high=float(fit.slope + half), p=float(fit.pvalue))
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["gap", "rungs", "points", "slope_per_decade", "ci_low", "ci_high", "p"])

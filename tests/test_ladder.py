@@ -55,3 +55,19 @@ def test_ladder_gaps_pair_by_seed_and_skip_incomplete_pairs():
     assert gaps.loc[("a", "ffn_only - floor"), "mean"] == pytest.approx(0.0)
     assert gaps.loc[("b", "ffn_only - floor"), "seeds"] == 1 and math.isnan(gaps.loc[("b", "ffn_only - floor"), "std"])
     assert ("b", "attn_only - full") not in gaps.index
+
+
+def test_ladder_trend_fits_nats_per_decade_and_needs_two_rungs():
+    frame = pd.DataFrame([
+        _row(name, n, variant, seed, loss)
+        for name, n, attn_gap in (("a", 100, 0.6), ("b", 1000, 0.4), ("c", 10000, 0.2))
+        for seed, jitter in ((1, -0.01), (2, 0.01))
+        for variant, loss in (("full", 2.0), ("attn_only", 2.0 + attn_gap + jitter), ("ffn_only", 3.0))
+    ])
+    trend = analysis.ladder_trend(analysis.ladder_gap_points(frame)).set_index("gap")
+    attn = trend.loc["attn_only - full"]
+    assert attn.slope_per_decade == pytest.approx(-0.2) and attn.ci_low < -0.2 < attn.ci_high and attn.p < 0.01
+    assert (attn.rungs, attn.points) == (3, 6)
+    assert trend.loc["ffn_only - floor"].slope_per_decade == pytest.approx(0.0, abs=1e-12)
+    one_rung = analysis.ladder_trend(analysis.ladder_gap_points(frame[frame.profile == "a"]))
+    assert one_rung.slope_per_decade.isna().all()

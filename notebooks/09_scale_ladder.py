@@ -115,7 +115,7 @@ from IPython.display import Markdown
 def describe(gap: str) -> str:
     rows = gaps[gaps["gap"] == gap].sort_values("n_params") if len(gaps) else gaps
     if not len(rows):
-        return f"`{gap}`: no rung has the runs for it yet."
+        return f"{gap}: no rung has the runs for it yet."
     values = "; ".join(f"{r.profile} ({r.n_params / 1e6:.2g}M, {r.seeds} seed(s)) {r.mean:+.3f}"
                        + ("" if pd.isna(r.std) else f" ± {r.std:.3f}") for r in rows.itertuples())
     fit = trend.set_index("gap").loc[gap]
@@ -126,7 +126,7 @@ def describe(gap: str) -> str:
                      else "it grows with size" if fit.slope_per_decade > 0 else "it shrinks with size")
         verdict = (f"slope {fit.slope_per_decade:+.3f} nats per decade (95% CI [{fit.ci_low:+.3f}, "
                    f"{fit.ci_high:+.3f}], p = {fit.p:.2g}): {direction}.")
-    return f"`{gap}`: {values}; {verdict}"
+    return f"{gap}: {values}; {verdict}"
 
 
 findings = {"attn_only - full": describe("attn_only - full"), "ffn_only - floor": describe("ffn_only - floor")}

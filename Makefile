@@ -31,7 +31,7 @@ sweep: venv
 
 # Every record the book shows at the cpu profile: all sections for five seeds and the scale
 # ladder, trained where missing under $(RESULTS)/ (RESULTS=fresh-results re-creates them
-# from scratch elsewhere). About 12 minutes per pair of cpu runs on 2 cores.
+# from scratch elsewhere). About 4 hours on 2 cores from scratch.
 REPRO_SEEDS ?= 1337 42 123 7 8
 reproduce: venv
 	$(PY) -m residual_lib sweep --all --profile cpu --seeds $(REPRO_SEEDS) --out $(RESULTS)

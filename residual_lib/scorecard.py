@@ -175,8 +175,10 @@ def _central(r: _Records, rows):
     gap = analysis.welch_gap(r.central[r.central.variant == "ffn_only"].final_val_loss,
                              r.central[r.central.variant == "attn_only"].final_val_loss)
     std = r.central.groupby("variant")["final_val_loss"].std()
+    ffn = r.central[r.central.variant == "ffn_only"].final_val_loss
+    at_floor = sum(r.at_floor(v) for v in ffn)
     ours = (f"attn_only {_fmt(means['attn_only'])} ± {_fmt(std['attn_only'])}; ffn_only {_fmt(means['ffn_only'])} "
-            f"± {_fmt(std['ffn_only'])}; gap {_fmt(gap['gap'])}")
+            f"± {_fmt(std['ffn_only'])} (at the floor in {at_floor} of {len(ffn)} seeds); gap {_fmt(gap['gap'])}")
     if "ci_low" not in gap:  # a single seed per variant: no interval, no verdict
         return ours, _seeds(r.central), "inconclusive", "central"
     ok = r.recovers(means["attn_only"]) and r.at_floor(means["ffn_only"]) and gap["ci_low"] > 0

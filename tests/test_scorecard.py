@@ -131,3 +131,10 @@ def test_controlled_keeps_one_run_per_variant_and_seed(tmp_path):
     frame = controlled(load_records(tmp_path))
     assert len(frame) == 8 and not frame.duplicated(["variant", "seed"]).any()
     assert set(frame[frame.variant == "attn_only"].final_val_loss) == {1.8 - 0.003, 1.8}
+
+
+def test_central_row_counts_the_seeds_whose_ffn_only_sits_at_the_floor(tmp_path):
+    central(tmp_path, "cpu", attn=1.8, ffn=3.33, seeds=(1, 2, 3))
+    fake_record(tmp_path, "cpu", "ffn_only", 3, 3.10)  # one seed escapes the floor
+    table = scorecard.build(tmp_path, stand_in="cpu").set_index(["claim", "profile"])
+    assert "(at the floor in 2 of 3 seeds)" in table.loc[("central_10m", "cpu"), "ours"]

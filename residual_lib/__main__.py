@@ -129,8 +129,8 @@ def _summary(args) -> int:
     # seed-to-seed spread, so by default only the controlled runs are summarised
     frame = every if args.all_conditions else controlled(every)
     by = ["profile", "variant"] + (["eval_mode", "gain", "deterministic"] if args.all_conditions else [])
-    table = summarize(frame, by=by).merge(frame.groupby(by)["unigram_floor"].first().reset_index(), on=by)
-    table["n_params"] = table.merge(frame.groupby(by)["n_params"].first().reset_index(), on=by)["n_params"]
+    sizes = frame.groupby(by)[["unigram_floor", "n_params"]].first().reset_index()
+    table = summarize(frame, by=by).merge(sizes, on=by)
     table["variant"] = pd.Categorical(table["variant"], [v for v in VARIANTS if v in set(table["variant"])])
     table = table.sort_values(by).rename(columns={"count": "runs"})
     with pd.option_context("display.float_format", "{:.4f}".format, "display.width", 160):

@@ -64,14 +64,14 @@ def recorded_seeds(results: Path, profile: str) -> list[int]:
     addition leaves no section short of a record (a partial sweep may have finished a seed's
     central runs but not yet its mixer run). Sections that show partial studies
     (:data:`residual_lib.sections.PARTIAL_OK`) do not count."""
-    from .records import load_records
+    from .records import controlled, load_records
     from .sections import CENTRAL_VARIANTS, PARTIAL_OK, PLANS, missing, plan
 
     frame = load_records(results / profile)
     if frame.empty:
         return []
-    central = frame[(frame.eval_mode == "fixed") & (frame.gain == 1.0) & (frame.replicate == 0)
-                    & frame.deterministic.astype(bool) & frame.variant.isin(CENTRAL_VARIANTS)]
+    central = controlled(frame)
+    central = central[central.variant.isin(CENTRAL_VARIANTS)]
     complete = central.groupby("seed")["variant"].nunique()
     ordered = [s for s in (1337, 42, 123) if s in complete.index] + sorted(set(complete.index) - {1337, 42, 123})
     chosen: list[int] = []

@@ -113,10 +113,6 @@ def summarize(frame: pd.DataFrame, value: str = "final_val_loss", by=("profile",
     return grouped.agg(["mean", "std", "min", "max", "count"]).reset_index()
 
 
-#: The columns that tell a run's condition apart beyond its profile, variant and seed.
-CONDITION = ("eval_mode", "gain", "deterministic", "replicate")
-
-
 def controlled(frame: pd.DataFrame) -> pd.DataFrame:
     """The runs of the controlled comparison: fixed validation batches, gain 1, deterministic,
     first replicate -- one run per (profile, variant, seed)."""

@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import analysis, paper
-from .records import load_records, read_record
+from .records import controlled, load_records, read_record
 
 FLOOR_TOL = 0.05
 RECOVERY_MARGIN = 0.5
@@ -85,8 +85,8 @@ class _Records:
     def __init__(self, frame: pd.DataFrame, profile: str):
         self.profile = profile
         self.all = frame[frame.profile == profile]
+        self.central = controlled(self.all)
         base = self.all[(self.all.gain == 1.0) & (self.all.replicate == 0) & self.all.deterministic.astype(bool)]
-        self.central = base[base.eval_mode == "fixed"]
         self.random = base[base.eval_mode == "random"]
         self.floor = float(self.all["unigram_floor"].iloc[0]) if len(self.all) else math.nan
 
@@ -172,10 +172,9 @@ def _central(r: _Records, rows):
     if not r.has(("attn_only", "ffn_only")):
         return None
     means = r.means()
-    gap = analysis.welch_gap(r.central[r.central.variant == "ffn_only"].final_val_loss,
-                             r.central[r.central.variant == "attn_only"].final_val_loss)
-    std = r.central.groupby("variant")["final_val_loss"].std()
     ffn = r.central[r.central.variant == "ffn_only"].final_val_loss
+    gap = analysis.welch_gap(ffn, r.central[r.central.variant == "attn_only"].final_val_loss)
+    std = r.central.groupby("variant")["final_val_loss"].std()
     at_floor = sum(r.at_floor(v) for v in ffn)
     ours = (f"attn_only {_fmt(means['attn_only'])} ± {_fmt(std['attn_only'])}; ffn_only {_fmt(means['ffn_only'])} "
             f"± {_fmt(std['ffn_only'])} (at the floor in {at_floor} of {len(ffn)} seeds); gap {_fmt(gap['gap'])}")

@@ -44,6 +44,8 @@ def _build_parser() -> argparse.ArgumentParser:
     t.add_argument("--device", default="auto", help="auto, cpu or cuda (default auto)")
     t.add_argument("--nondeterministic", action="store_true", help="allow non-deterministic kernels")
     t.add_argument("--replicate", type=int, default=0, help="repeat index, to rerun an identical configuration")
+    t.add_argument("--init-noise", type=float, default=0.0,
+                   help="multiply every initial weight by 1 + NOISE * N(0,1), e.g. 1e-6 (default 0: none)")
     t.add_argument("--data-dir", default=None, help="folder with tinyshakespeare/input.txt (default $RESIDUAL_DATA_DIR or download)")
     t.add_argument("--force", action="store_true", help="retrain even if the record exists")
     t.add_argument("--quiet", action="store_true", help="no progress output")
@@ -93,7 +95,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
 def _train(args) -> int:
     profile = get_profile(args.profile, max_iters=args.max_iters)
-    check_run(args.variant, args.eval_mode, args.gain)
+    check_run(args.variant, args.eval_mode, args.gain, args.init_noise)
     if args.replicate < 0:
         raise RunError(f"replicate must be >= 0, got {args.replicate}: pass --replicate 0 or more")
     device = resolve_device(args.device)
@@ -101,7 +103,7 @@ def _train(args) -> int:
         profile, args.variant, args.seed, eval_mode=args.eval_mode, gain=args.gain,
         deterministic=not args.nondeterministic, replicate=args.replicate, results_dir=args.out,
         force=args.force, device=device, data_dir=args.data_dir, progress=False if args.quiet else None,
-        compile=args.compile,
+        compile=args.compile, init_noise=args.init_noise,
     )
     from .records import read_record
 

@@ -60,6 +60,7 @@ class FusedRun:
     gain: float = 1.0
     deterministic: bool = True
     replicate: int = 0
+    init_noise: float = 0.0
 
 
 def shape_key(variant: str, deterministic: bool = True) -> tuple:
@@ -207,7 +208,7 @@ def train_fused(
     if not runs:
         return []
     for r in runs:
-        check_run(r.variant, r.eval_mode, r.gain)
+        check_run(r.variant, r.eval_mode, r.gain, r.init_noise)
     if len({shape_key(r.variant, r.deterministic) for r in runs}) > 1:
         raise RunError("runs of one fused group must share a shape and a determinism setting "
                        "(mixer runs apart from the others): split them with residual_lib.fused.fuse_groups")
@@ -215,7 +216,7 @@ def train_fused(
     corpus = load_corpus(profile.dataset, data_dir)
     with determinism(runs[0].deterministic):
         states = [RunState(profile, corpus, r.variant, r.seed, r.eval_mode, r.gain, r.deterministic, r.replicate,
-                           device, progress=False) for r in runs]
+                           device, progress=False, init_noise=r.init_noise) for r in runs]
         trainer = FusedTrainer(states, compile=compile)
         interactive = sys.stderr.isatty() if progress is None else progress
         bar = None
@@ -257,8 +258,9 @@ def run_fused(
     out: list[tuple[Path, bool] | None] = []
     todo = []
     for r in runs:
-        check_run(r.variant, r.eval_mode, r.gain)
-        key = run_key(run_identity(profile, r.variant, r.seed, r.eval_mode, r.gain, r.deterministic, r.replicate))
+        check_run(r.variant, r.eval_mode, r.gain, r.init_noise)
+        key = run_key(run_identity(profile, r.variant, r.seed, r.eval_mode, r.gain, r.deterministic, r.replicate,
+                                   r.init_noise))
         existing = find_record(results_dir, profile.name, key)
         if existing is not None and not force:
             out.append((existing, False))

@@ -266,9 +266,16 @@ class ResidualGPT(nn.Module):
     def layer_groups(self) -> dict[str, list[nn.Parameter]]:
         """Parameters grouped for per-layer gradient norms: ``embedding`` (wte, which is
         also the tied LM head, and wpe), ``layer_0`` ... ``layer_{L-1}`` (every parameter
-        of that block: both LayerNorms, attention or mixer, MLP), and ``ln_f``."""
+        of that block: both LayerNorms, attention or mixer, MLP), ``ln_f``, and block 0 again by
+        sub-module: ``layer_0_attn``, ``layer_0_mlp``, ``layer_0_ln`` (both LayerNorms)."""
         groups = {"embedding": [self.transformer.wte.weight, self.transformer.wpe.weight]}
         for i, block in enumerate(self.transformer.h):
             groups[f"layer_{i}"] = list(block.parameters())
         groups["ln_f"] = list(self.transformer.ln_f.parameters())
+        # block 0 split by sub-module: the gradient starvation the paper reports is a claim
+        # about the first block, and "layer 0's gradient" may mean its attention weights alone
+        block = self.transformer.h[0]
+        groups["layer_0_attn"] = list(block.attn.parameters())  # attention (or the mixer)
+        groups["layer_0_mlp"] = list(block.mlp.parameters())
+        groups["layer_0_ln"] = [*block.ln_1.parameters(), *block.ln_2.parameters()]
         return groups

@@ -34,16 +34,18 @@ class RunSpec:
     gain: float = 1.0
     deterministic: bool = True
     replicate: int = 0
+    init_noise: float = 0.0
 
     @property
     def key(self) -> str:
         return run_key(run_identity(get_profile(self.profile), self.variant, self.seed, self.eval_mode, self.gain,
-                                    self.deterministic, self.replicate))
+                                    self.deterministic, self.replicate, self.init_noise))
 
     def label(self) -> str:
         extra = [] if self.eval_mode == "fixed" else [self.eval_mode]
         extra += [] if self.gain == 1.0 else [f"gain {self.gain:g}"]
         extra += [] if self.deterministic else [f"nondeterministic #{self.replicate}"]
+        extra += [f"init noise {self.init_noise:g} #{self.replicate}"] if self.init_noise else []
         return f"{self.profile} {self.variant} seed {self.seed}" + (f" ({', '.join(extra)})" if extra else "")
 
 
@@ -89,6 +91,29 @@ def _scale_ladder(profile, seeds, variants, ladder_seeds=3, **_):
     return [RunSpec(rung, v, s) for rung in ladder(profile) for v in variants for s in seeds[:ladder_seeds]]
 
 
+#: The FFNOnly escape study's conditions: the profile each one trains at, per base profile.
+ESCAPE_PROFILES: dict[str, dict[str, str]] = {
+    "cpu": {"dropout 0.2": "cpu-dropout", "6,000 steps": "cpu-long"},
+    "smoke": {"dropout 0.2": "smoke-dropout", "6,000 steps": "smoke-long"},
+}
+#: The relative size of the initial-weight perturbation that asks whether an escape is a
+#: property of the seed or of rounding (:func:`residual_lib.train.perturb_init`).
+ESCAPE_INIT_NOISE = 1e-6
+
+
+def _ffn_escape(profile, seeds, variants, escape_gains=(0.5, 2.0, 4.0), perturbations=1, **_):
+    """ffn_only at every seed: under each condition of :data:`ESCAPE_PROFILES`, with the
+    initial weights nudged by :data:`ESCAPE_INIT_NOISE` (``perturbations`` draws), and at
+    runtime gains ``escape_gains`` for the first seed; plus the central ffn_only runs."""
+    runs = [RunSpec(profile, "ffn_only", s) for s in seeds]
+    runs += [RunSpec(profile, "ffn_only", s, init_noise=ESCAPE_INIT_NOISE, replicate=r)
+             for r in range(perturbations) for s in seeds]
+    for condition_profile in ESCAPE_PROFILES.get(profile, {}).values():
+        runs += [RunSpec(condition_profile, "ffn_only", s) for s in seeds]
+    runs += [RunSpec(profile, "ffn_only", seeds[0], gain=float(g)) for g in escape_gains]
+    return runs
+
+
 PLANS = {
     "03_setup": lambda **_: [],
     "04_joint_collapse": _joint_collapse,
@@ -97,6 +122,7 @@ PLANS = {
     "07_mechanism": _mechanism,
     "08_reproduction": _reproduction,
     "09_scale_ladder": _scale_ladder,
+    "10_ffn_escape": _ffn_escape,
 }
 
 

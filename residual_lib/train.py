@@ -49,6 +49,8 @@ from .profiles import Profile, get_profile
 from .records import RECORD_VERSION, code_version, find_record, provenance, record_path, run_key, write_record
 
 EVAL_MODES = ValidationSet.MODES
+#: Block 0's sub-modules whose gradient norms are logged on their own (see ResidualGPT.layer_groups).
+LAYER0_PARTS = ("attn", "mlp", "ln")
 
 
 class RunError(ValueError):
@@ -108,10 +110,12 @@ def determinism(enabled: bool):
 
 
 def run_identity(
-    profile: Profile, variant: str, seed: int, eval_mode: str, gain: float, deterministic: bool, replicate: int
+    profile: Profile, variant: str, seed: int, eval_mode: str, gain: float, deterministic: bool, replicate: int,
+    init_noise: float = 0.0,
 ) -> dict:
-    """Everything that determines a run's result; its hash is the run's key."""
-    return {
+    """Everything that determines a run's result; its hash is the run's key. ``init_noise``
+    enters only when it is not zero, so runs without it keep the keys they always had."""
+    identity = {
         "profile": profile.to_dict(),
         "variant": variant,
         "seed": int(seed),
@@ -120,15 +124,33 @@ def run_identity(
         "deterministic": bool(deterministic),
         "replicate": int(replicate),
     }
+    if init_noise:
+        identity["init_noise"] = float(init_noise)
+    return identity
 
 
-def check_run(variant: str, eval_mode: str, gain: float) -> None:
+def perturb_init(model: torch.nn.Module, init_noise: float, seed: int, replicate: int) -> None:
+    """Multiply every weight by ``1 + init_noise * N(0, 1)``, drawn element-wise from a
+    generator of its own (seeded by ``seed`` and ``replicate``, so the global stream that
+    drives dropout is untouched). With ``init_noise`` ~1e-6, a few float32 roundings
+    (machine epsilon 1.2e-7): the size of the difference a change of thread count or of
+    summation order makes to one step. Parameters initialised to exactly 0 or 1
+    (biases, LayerNorm) stay 0 or move by the same relative amount."""
+    gen = torch.Generator().manual_seed(1_000_003 * (int(replicate) + 1) + int(seed))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(1.0 + init_noise * torch.randn(p.shape, generator=gen, dtype=p.dtype))
+
+
+def check_run(variant: str, eval_mode: str, gain: float, init_noise: float = 0.0) -> None:
     if variant not in VARIANTS:
         raise RunError(f"unknown variant {variant!r}: choose one of {', '.join(VARIANTS)}")
     if eval_mode not in EVAL_MODES:
         raise RunError(f"unknown eval mode {eval_mode!r}: choose one of {', '.join(EVAL_MODES)}")
     if not (gain > 0 and math.isfinite(gain)):
         raise RunError(f"gain must be a positive number, got {gain}: pass e.g. --gain 2.0")
+    if not (init_noise >= 0 and math.isfinite(init_noise)):
+        raise RunError(f"init noise must be a finite number >= 0, got {init_noise}: pass e.g. --init-noise 1e-6")
 
 
 class _Reporter:
@@ -168,26 +190,31 @@ class RunState:
     and copying them into each ``model`` before an evaluation."""
 
     def __init__(self, profile: Profile, corpus, variant: str, seed: int, eval_mode: str, gain: float,
-                 deterministic: bool, replicate: int, device: str, progress: bool | None):
-        check_run(variant, eval_mode, gain)
+                 deterministic: bool, replicate: int, device: str, progress: bool | None, init_noise: float = 0.0):
+        check_run(variant, eval_mode, gain, init_noise)
         self.profile, self.corpus, self.device = profile, corpus, device
         self.variant, self.seed, self.eval_mode, self.gain = variant, int(seed), eval_mode, float(gain)
         self.deterministic, self.replicate = bool(deterministic), int(replicate)
-        self.key = run_key(run_identity(profile, variant, seed, eval_mode, gain, deterministic, replicate))
+        self.init_noise = float(init_noise)
+        self.key = run_key(run_identity(profile, variant, seed, eval_mode, gain, deterministic, replicate, init_noise))
         torch.manual_seed(seed)  # initialisation (and dropout) follow the run's seed
         self.config = GPTConfig.for_variant(
             variant, vocab_size=corpus.vocab_size, block_size=profile.block_size, n_layer=profile.n_layer,
             n_head=profile.n_head, n_embd=profile.n_embd, dropout=profile.dropout, bias=profile.bias,
             gain=gain, init_std=profile.init_std,
         )
-        self.model = ResidualGPT(self.config).to(device)
+        model = ResidualGPT(self.config)
+        if self.init_noise:
+            perturb_init(model, self.init_noise, seed, replicate)
+        self.model = model.to(device)
         self.autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.startswith("cuda") else nullcontext()
         self.data_gen = torch.Generator().manual_seed(seed)
         self.valset = ValidationSet(corpus.val, profile.block_size, profile.batch_size, profile.eval_iters, eval_mode,
                                     seed)
         self.probe = fixed_val_batches(corpus.val, profile.block_size, profile.batch_size, 1)[0][0].to(device)
         self.train_curve = {k: [] for k in ("step", "loss", "lr", "grad_norm", "grad_norm_layer0",
-                                             "grad_norm_layers", "grad_norm_embedding", "hidden_norms")}
+                                             "grad_norm_layers", "grad_norm_embedding", "hidden_norms",
+                                             *(f"grad_norm_layer0_{part}" for part in LAYER0_PARTS))}
         self.val_curve = {"step": [], "loss": []}
         self.reporter = _Reporter(profile.max_iters, f"{variant} seed {seed}", progress)
         self.last_train_loss = None
@@ -233,7 +260,8 @@ class RunState:
         layers = [per_layer[f"layer_{i}"] for i in range(self.profile.n_layer)]
         for name, value in (("step", step), ("loss", loss), ("lr", lr), ("grad_norm", total_norm),
                             ("grad_norm_layer0", layers[0]), ("grad_norm_layers", layers),
-                            ("grad_norm_embedding", per_layer["embedding"]), ("hidden_norms", h_norms)):
+                            ("grad_norm_embedding", per_layer["embedding"]), ("hidden_norms", h_norms),
+                            *((f"grad_norm_layer0_{part}", per_layer[f"layer_0_{part}"]) for part in LAYER0_PARTS)):
             self.train_curve[name].append(value)
 
     def finish(self, started: float, train_seconds: float, extra_provenance: dict | None = None) -> dict:
@@ -270,6 +298,7 @@ class RunState:
             "gain": self.gain,
             "deterministic": self.deterministic,
             "replicate": self.replicate,
+            "init_noise": self.init_noise,
             "config": {"profile": profile.to_dict(), "model": self.config.to_dict(), "dataset": corpus.name},
             "final_val_loss": val_losses[-1],
             "best_val_loss": val_losses[best],
@@ -335,18 +364,20 @@ def train(
     data_dir: str | os.PathLike | None = None,
     progress: bool | None = None,
     compile: bool = False,
+    init_noise: float = 0.0,
 ) -> dict:
     """Train one model and return its run record (not written; see :func:`run`).
     ``compile`` trains through ``torch.compile`` (see :meth:`RunState.compile`)."""
     started = time.perf_counter()
     code_version()  # pin the commit this process's code came from before training starts
     profile = get_profile(profile) if isinstance(profile, str) else profile
-    check_run(variant, eval_mode, gain)
+    check_run(variant, eval_mode, gain, init_noise)
     device = resolve_device(device)
     corpus = load_corpus(profile.dataset, data_dir)
 
     with determinism(deterministic):
-        state = RunState(profile, corpus, variant, seed, eval_mode, gain, deterministic, replicate, device, progress)
+        state = RunState(profile, corpus, variant, seed, eval_mode, gain, deterministic, replicate, device, progress,
+                         init_noise)
         optimizer = make_optimizer(state.model, profile, device)
         if compile:
             state.compile()
@@ -373,16 +404,18 @@ def run(
     replicate: int = 0,
     results_dir: str | os.PathLike = "results",
     force: bool = False,
+    init_noise: float = 0.0,
     **train_kwargs,
 ) -> tuple[Path, bool]:
     """The record for this run under ``results_dir``, training only if it is missing.
     Returns ``(path, trained)``."""
     profile = get_profile(profile) if isinstance(profile, str) else profile
-    check_run(variant, eval_mode, gain)
-    key = run_key(run_identity(profile, variant, seed, eval_mode, gain, deterministic, replicate))
+    check_run(variant, eval_mode, gain, init_noise)
+    key = run_key(run_identity(profile, variant, seed, eval_mode, gain, deterministic, replicate, init_noise))
     existing = find_record(results_dir, profile.name, key)
     if existing is not None and not force:
         return existing, False
-    record = train(profile, variant, seed, eval_mode, gain, deterministic, replicate, **train_kwargs)
+    record = train(profile, variant, seed, eval_mode, gain, deterministic, replicate, init_noise=init_noise,
+                   **train_kwargs)
     path = record_path(results_dir, profile.name, variant, seed, key)
     return write_record(record, path), True

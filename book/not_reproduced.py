@@ -11,8 +11,9 @@
 # %% [markdown]
 # # What did not reproduce
 #
-# Every claim whose verdict is `not reproduced` or `inconclusive` at a profile with records,
-# with the paper's statement, what these runs measured, and the rule that decided. The rows
+# Every claim whose verdict is `not reproduced`, `partly reproduced`, `not testable here` or
+# `inconclusive` at a profile with records, with the paper's statement, what these runs
+# measured, and the rule that decided. The rows
 # come from the same computation as the [scorecard](scorecard); nothing on this page is typed.
 
 # %% tags=["remove-cell"]
@@ -44,14 +45,15 @@ from residual_lib.sections import default_results_dir
 
 results = Path(results_dir) if results_dir else default_results_dir()
 table = scorecard.build(results, stand_in=profile)
-failed = table[table.verdict.isin(["not reproduced", "inconclusive"])]
+failed = table[table.verdict.isin(["not reproduced", "partly reproduced", "not testable here", "inconclusive"])]
 glue("n_failed", len(failed))
 glue("n_not_run", int((table.verdict == "not run at this scale").sum()))
 
 # %% tags=["hide-input"]
 def entry(row) -> str:
-    return (f"### {row.claim} at `{row.profile}`: {row.verdict}\n\n"
-            f"- **The paper** (section {row.section}): {row.statement}. Reported: {row.paper}.\n"
+    return (f"### {scorecard.TITLES.get(row.claim, row.claim)} at `{row.profile}`: {row.verdict}\n\n"
+            f"- **The paper** (section {row.section}): {row.statement}. Reported: {row.paper}."
+            + (f" ({row.paper_note}.)" if row.paper_note else "") + "\n"
             f"- **Here** (seeds {row.seeds}): {row.ours}.\n"
             f"- **Rule**: {row.rule}.\n")
 

@@ -48,21 +48,29 @@ from residual_lib.sections import default_results_dir
 
 results = Path(results_dir) if results_dir else default_results_dir()
 table = scorecard.build(results, stand_in=profile)
-counts = table.verdict.value_counts()
-for verdict in scorecard.VERDICTS:
-    glue(f"n_{verdict.replace(' ', '_')}", int(counts.get(verdict, 0)))
+counts = table.verdict.value_counts().reindex(scorecard.VERDICTS).dropna().astype(int)
+glue("verdict_counts", ", ".join(f"{n} {verdict}" for verdict, n in counts.items()))
+checked = table[table.verdict != "not run at this scale"]
+glue("verdict_counts_here", ", ".join(f"{n} {verdict}" for verdict, n in
+                                      checked.verdict.value_counts().reindex(scorecard.VERDICTS).dropna()
+                                      .astype(int).items()))
 glue("n_rows", len(table))
+glue("n_rows_here", len(checked))
 glue("stand_in", profile)
 Markdown(scorecard.scale_note(results, stand_in=profile))
 
 # %% tags=["hide-input"]
-COLOURS = {"reproduced": "#d9f2d9", "not reproduced": "#f9d6d5", "inconclusive": "#fff2cc",
-           "not run at this scale": "#eeeeee"}
-shown = table[["claim", "section", "statement", "paper", "profile", "ours", "seeds", "verdict"]].rename(
-    columns={"paper": "paper's value(s)"})
+COLOURS = {"reproduced": "#d9f2d9", "partly reproduced": "#fbe5c8", "agrees with the paper's confirmed result": "#d9f2d9",
+           "not reproduced": "#f9d6d5", "new evidence": "#dbe9f7", "not testable here": "#eeeeee",
+           "inconclusive": "#fff2cc", "not run at this scale": "#eeeeee"}
+shown = table.assign(claim=table.claim.map(lambda c: scorecard.TITLES.get(c, c)))[
+    ["claim", "section", "statement", "paper", "paper_note", "profile", "ours", "seeds", "verdict"]].rename(
+    columns={"paper": "paper's value(s)", "paper_note": "about the paper's value"})
 rows_html = shown.to_html(index=False, escape=True, table_id="scorecard-table", classes="scorecard")
+import html
+
 for verdict, colour in COLOURS.items():
-    rows_html = rows_html.replace(f"<td>{verdict}</td>",
+    rows_html = rows_html.replace(f"<td>{html.escape(verdict, quote=False)}</td>",
                                   f'<td class="verdict" style="background:{colour}">{verdict}</td>')
 HTML(rows_html)
 
@@ -71,6 +79,21 @@ HTML(rows_html)
 
 # %% tags=["hide-input"]
 counts.rename("rows").to_frame()
+
+# %% [markdown]
+# ## Verdicts
+#
+# - **reproduced**: the records show what the claim says.
+# - **partly reproduced**: it holds in some seeds and fails in others; the row gives the counts.
+# - **agrees with the paper's confirmed result**: for a result the paper itself set aside as an
+#   anomaly, ours agrees with the paper's controlled result instead.
+# - **not reproduced**: the records contradict the claim.
+# - **new evidence**: a test the paper could not decide, decided here; evidence on the paper's
+#   hypothesis, not a reproduction of a result.
+# - **not testable here**: the records exist but cannot test the claim (a platform effect, or a
+#   quantity the paper does not define).
+# - **inconclusive**: an absolute number of the paper's model, against a smaller stand-in.
+# - **not run at this scale**: no records at this profile yet.
 
 # %% [markdown]
 # ## Rules

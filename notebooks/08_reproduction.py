@@ -46,12 +46,16 @@ repro_variant = "attn_only"
 # %%
 import pandas as pd
 
-from residual_lib import analysis, paper
-from residual_lib.sections import ensure
+from IPython.display import Markdown
+
+from residual_lib import analysis, paper, scorecard
+from residual_lib.sections import default_results_dir, ensure
 
 records = ensure("08_reproduction", profile=profile, seeds=seeds, variants=variants, results_dir=results_dir,
                  train_missing=train_missing, device=device, repeats=repeats, repro_variant=repro_variant)
 claims = paper.claims()
+Markdown(scorecard.verdict_block(results_dir or default_results_dir(), profile,
+                                 ["intermediate_reproduction", "nondeterministic_repeats", "original_record"]))
 
 # %% [markdown]
 # The paper's reported values for this section:
@@ -106,6 +110,6 @@ rows.append({"quantity": f"{repro_variant} std over seeds", "paper": inter["std"
              "ours": seed_runs["final_val_loss"].std()})
 central = analysis.variant_summary(records[records.deterministic & (records.replicate == 0)])
 for variant in ("attn_only", "ffn_only"):
-    ref = claims[(claims.claim == "central_10m") & (claims.variant == variant)].iloc[0]
+    ref = claims[(claims.claim == "asymmetry_10m") & (claims.variant == variant)].iloc[0]
     rows.append({"quantity": f"{variant} central mean", "paper": ref["value"], "ours": central.loc[variant, "mean"]})
 pd.DataFrame(rows).assign(profile=profile).set_index("quantity")

@@ -20,8 +20,8 @@
 # the character corpus. For every rung we plot two gaps against the parameter count:
 #
 # * `attn_only − full`, paired by seed: what removing the feed-forward residual costs;
-# * `ffn_only − floor`: how far above (or below) the unigram floor the model without the
-#   attention residual ends, i.e. whether it collapses.
+# * `ffn_only − floor`: how far above (or below) the unigram floor of the evaluation batches
+#   (chapter 3) the model without the attention residual ends, i.e. whether it collapses.
 #
 # Rungs without records are listed, not drawn: the chapter shows what has been run.
 

@@ -36,19 +36,113 @@ def curves(frame: pd.DataFrame, split: str = "train") -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
-def layer0_after(frame: pd.DataFrame, fraction: float = 0.06) -> pd.DataFrame:
-    """Mean and max layer-0 gradient norm per run over the steps after ``fraction`` of
-    training. The paper's step 300 of 5,000 is a fraction of 0.06; the same fraction is
-    used at every profile so that short runs are compared at the same stage."""
+#: Where the paper's "from step 300 onward" starts, as a fraction of training: the paper's
+#: 10M runs take 5,000 steps (nanoGPT's shakespeare_char schedule), so step 300 is 6% of a
+#: run; the same fraction is used at every profile so that runs of any length are compared
+#: at the same stage (step 120 of the cpu profile's 2,000).
+LAYER0_FROM = 0.06
+#: A block-0 gradient norm below this rounds to the paper's "0.000".
+LAYER0_ZERO = 5e-4
+LAYER0_PARTS = ("attn", "mlp", "ln")
+
+
+def layer0_after(frame: pd.DataFrame, fraction: float = LAYER0_FROM, zero: float = LAYER0_ZERO) -> pd.DataFrame:
+    """Block 0's gradient norm per run over the logged steps from ``fraction`` of training
+    on (see :data:`LAYER0_FROM`): median, mean, max, min and the fraction of those steps
+    below ``zero`` (``starved``); with the median of each sub-module's norm
+    (``median_attn``, ``median_mlp``, ``median_ln``) for records that log them."""
     rows = []
     for path in frame["path"]:
         rec = read_record(path)
-        train = pd.DataFrame({k: rec["curves"]["train"][k] for k in ("step", "grad_norm_layer0")})
+        curve = rec["curves"]["train"]
+        train = pd.DataFrame({k: curve[k] for k in ("step", "grad_norm_layer0")})
         start = int(round(fraction * rec["steps"]))
-        late = train[train.step >= start]["grad_norm_layer0"]
-        rows.append({"variant": rec["variant"], "seed": rec["seed"], "from_step": start,
-                     "mean": late.mean(), "max": late.max(), "min": late.min()})
+        keep = (train.step >= start).to_numpy()
+        late = train.loc[keep, "grad_norm_layer0"]
+        row = {"variant": rec["variant"], "seed": rec["seed"], "from_step": start, "median": late.median(),
+               "mean": late.mean(), "max": late.max(), "min": late.min(), "starved": float((late < zero).mean())}
+        for part in LAYER0_PARTS:
+            values = curve.get(f"grad_norm_layer0_{part}")
+            row[f"median_{part}"] = float(np.median(np.asarray(values)[keep])) if values else math.nan
+        rows.append(row)
     return pd.DataFrame(rows)
+
+
+#: Definitions of "hidden-state norm growth" the paper's 14.03x / 5.37x could have used
+#: (the summary states none). ``end``: the final model on the first fixed validation batch;
+#: ``step 0``: the first logged training step. ``h_0`` is the embedding output, ``h_1`` block
+#: 0's output, ``h_L`` the last block's.
+GROWTH_DEFINITIONS = {
+    "|h_L| / |h_1|, end": lambda end, start: end[-1] / end[1],
+    "|h_L| / |h_0|, end": lambda end, start: end[-1] / end[0],
+    "max_l |h_l| / |h_0|, end": lambda end, start: max(end[1:]) / end[0],
+    "|h_L| end / |h_L| step 0": lambda end, start: end[-1] / start[-1],
+}
+
+
+def growth_definitions(frame: pd.DataFrame) -> pd.DataFrame:
+    """Every definition of :data:`GROWTH_DEFINITIONS` plus the representation drift
+    ``|h_L - h_1| / |h_1|`` (:func:`residual_lib.diagnostics.representation_drift`), one row
+    per run and definition: columns ``variant``, ``seed``, ``definition``, ``value``."""
+    rows = []
+    for path in frame["path"]:
+        rec = read_record(path)
+        end = rec["diagnostics"]["hidden_norms"]
+        start = rec["curves"]["train"]["hidden_norms"][0]
+        base = {"variant": rec["variant"], "seed": rec["seed"]}
+        rows += [{**base, "definition": name, "value": float(f(end, start))} for name, f in GROWTH_DEFINITIONS.items()]
+        rows.append({**base, "definition": "drift |h_L - h_1| / |h_1|, end",
+                     "value": float(rec["diagnostics"]["representation_drift"])})
+    return pd.DataFrame(rows, columns=["variant", "seed", "definition", "value"])
+
+
+def uniform_causal_alpha(block_size: int) -> float:
+    """``alpha_tt`` of attention spread evenly over the causal window, averaged over
+    positions ``t >= 1`` as :func:`residual_lib.diagnostics.attention_diagonal_mass` does."""
+    return float(np.mean(1.0 / np.arange(2, block_size + 1)))
+
+
+def alpha_summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per run: mean ``alpha_tt`` over layers and heads, the largest head's, and the largest
+    per-layer mean over heads."""
+    rows = []
+    for path in frame["path"]:
+        rec = read_record(path)
+        a = np.asarray(rec["diagnostics"]["alpha_tt"], float)
+        rows.append({"variant": rec["variant"], "seed": rec["seed"], "mean": float(a.mean()),
+                     "max_head": float(a.max()), "max_layer": float(a.mean(axis=1).max())})
+    return pd.DataFrame(rows, columns=["variant", "seed", "mean", "max_head", "max_layer"])
+
+
+def escape_step(val_steps, val_losses, floor: float, tolerance: float) -> int | None:
+    """The first evaluation step from which the validation loss stays more than
+    ``tolerance`` below ``floor`` to the end of training (None: the run never leaves the
+    floor for good)."""
+    below = [loss < floor - tolerance for loss in val_losses]
+    if not below or not below[-1]:
+        return None
+    i = len(below) - 1
+    while i > 0 and below[i - 1]:
+        i -= 1
+    return int(val_steps[i])
+
+
+def escapes(frame: pd.DataFrame, tolerance: float) -> pd.DataFrame:
+    """Per run of ``frame`` (rows of :func:`residual_lib.records.load_records`): its final
+    loss, its distance to its evaluation floor, whether it escaped (ends more than
+    ``tolerance`` below the floor) and from which step (:func:`escape_step`)."""
+    rows = []
+    for _, row in frame.iterrows():
+        rec = read_record(row["path"])
+        val = rec["curves"]["val"]
+        step = escape_step(val["step"], val["loss"], row["eval_floor"], tolerance)
+        rows.append({"profile": row["profile"], "variant": row["variant"], "seed": int(row["seed"]),
+                     "gain": row["gain"], "init_noise": rec.get("init_noise", 0.0) or 0.0,
+                     "replicate": int(row["replicate"]), "final_val_loss": row["final_val_loss"],
+                     "below_floor": row["eval_floor"] - row["final_val_loss"], "escaped": step is not None,
+                     "escape_step": step, "path": row["path"]})
+    return pd.DataFrame(rows, columns=["profile", "variant", "seed", "gain", "init_noise", "replicate",
+                                       "final_val_loss", "below_floor", "escaped", "escape_step", "path"])
 
 
 def gain_equivalence(curve: pd.DataFrame, tolerance: float = 0.05, value: str = "loss") -> tuple[pd.DataFrame, int | None]:
@@ -135,12 +229,13 @@ LADDER_GAPS = {
 def ladder_gap_points(frame: pd.DataFrame, value: str = "final_val_loss") -> pd.DataFrame:
     """The scale ladder's two gaps per rung and seed: ``attn_only - full`` (paired by seed:
     what removing the FFN residual costs) and ``ffn_only - floor`` (how far removing the
-    attention residual leaves the model above the unigram floor; negative = below it).
+    attention residual leaves the model above the unigram floor of its evaluation batches,
+    ``eval_floor``; negative = below it).
     A gap needs both of its runs for a seed to count it."""
     rows = []
     for profile, runs in frame.groupby("profile"):
         wide = runs.pivot_table(index="seed", columns="variant", values=value)
-        floor = float(runs["unigram_floor"].iloc[0])
+        floor = float(runs["eval_floor"].iloc[0])  # the floor on the tokens the losses are measured on
         for name, (a, b) in LADDER_GAPS.items():
             if a not in wide or (b is not None and b not in wide):
                 continue

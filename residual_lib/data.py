@@ -311,3 +311,31 @@ def unigram_floor(train: np.ndarray, val: np.ndarray, vocab_size: int, smoothing
     with np.errstate(divide="ignore"):
         logp = np.log(counts / counts.sum())
     return float(-logp[np.asarray(val)].mean())
+
+
+def _unigram_logp(train: np.ndarray, vocab_size: int, smoothing: float) -> np.ndarray:
+    counts = np.bincount(np.asarray(train), minlength=vocab_size).astype(np.float64) + smoothing
+    with np.errstate(divide="ignore"):
+        return np.log(counts / counts.sum())
+
+
+def eval_floor(corpus: Corpus, block_size: int, batch_size: int, n_batches: int, mode: str) -> float:
+    """The unigram floor on the tokens a loss is measured on, so that a loss and its floor
+    can be subtracted: for ``fixed`` evaluation the cross-entropy of the training
+    frequencies on the targets of :func:`fixed_val_batches`; for ``random`` evaluation its
+    expected value over random windows (each validation position weighted by how many of
+    the ``len(val) - block_size`` window starts of :func:`get_batch` make it a target).
+    :meth:`Corpus.unigram_floor`, over the whole validation split, differs from both."""
+    nll = -_unigram_logp(corpus.train, corpus.vocab_size, corpus.floor_smoothing)
+    if mode == "fixed":
+        targets = np.concatenate([y.numpy().ravel() for _, y in
+                                  fixed_val_batches(corpus.val, block_size, batch_size, n_batches)])
+        return float(nll[targets].mean())
+    if mode != "random":
+        raise ValueError(f"unknown eval mode {mode!r}: choose fixed or random")
+    val = np.asarray(corpus.val)
+    starts = len(val) - block_size  # get_batch's window starts: 0 .. starts - 1
+    t = np.arange(len(val))
+    # position t is a target of the windows starting at t - block_size .. t - 1
+    weights = np.clip(np.minimum(t - 1, starts - 1) - np.maximum(t - block_size, 0) + 1, 0, None)
+    return float((weights * nll[val]).sum() / weights.sum())

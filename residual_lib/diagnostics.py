@@ -43,8 +43,10 @@ def hidden_norms(hidden: list[torch.Tensor]) -> list[float]:
 
 
 def norm_growth(norms: list[float]) -> float:
-    """Hidden-state norm growth: the norm of the last block's output over that of the
-    first block's output, ``|h_L| / |h_1|`` (the paper's "last layer over first")."""
+    """Hidden-state norm growth as this project defines it: the norm of the last block's
+    output over that of the first block's output, ``|h_L| / |h_1|``. The paper's summary
+    reports growth figures without a definition; :data:`residual_lib.analysis.GROWTH_DEFINITIONS`
+    computes the plausible alternatives from the same records."""
     return norms[-1] / norms[1]
 
 
@@ -53,7 +55,8 @@ def representation_drift(hidden: list[torch.Tensor]) -> float:
     """How far the blocks after the first move each token's representation, relative to
     its size after the first block: ``mean_tokens |h_L - h_1| / mean_tokens |h_1|``, with
     ``h_1`` the output of block 0 and ``h_L`` that of the last block (before the final
-    LayerNorm), on the same tokens. With both residuals the later blocks add updates to
+    LayerNorm), on the same tokens; this project's definition (the paper's summary gives
+    none). With both residuals the later blocks add updates to
     ``h_1``; without an identity path they replace it, and drift measures how large the
     replacement is. The reference is ``h_1``, as in :func:`norm_growth`, rather than the
     embedding, whose small initial norm (std 0.02) would dominate the ratio."""

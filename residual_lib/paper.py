@@ -5,7 +5,10 @@ file, one row per reported value: ``claim`` (an identifier shared by the values 
 claim), ``section``, ``scale`` (10M, 124M or both), ``variant`` (a variant name,
 ``partial`` for all three partial variants, or an expression such as
 ``attn_only-ffn_only`` for a gap), ``quantity``, ``value``, ``std`` when the paper gives
-one, ``seeds`` and the paper's ``statement``. These are the paper's numbers, never this
+one and ``std_kind`` (``population`` or ``sample``) where it can be told, ``seeds``,
+``inferred`` (the fields read from context rather than stated, e.g. ``seeds``), the paper's
+``statement`` and a ``note`` where the summary leaves something undefined or contradicts
+itself. These are the paper's numbers, never this
 project's measurements.
 """
 
@@ -35,5 +38,5 @@ def section(number: int | str) -> pd.DataFrame:
     """The paper's reported values for one of its sections, for display beside ours."""
     table = claims()
     rows = table[table.section == str(number)]
-    return rows[["claim", "scale", "variant", "quantity", "value", "std", "seeds", "statement"]].rename(
-        columns={"value": "paper's value", "std": "paper's std"}).reset_index(drop=True)
+    return rows[["claim", "scale", "variant", "quantity", "value", "std", "seeds", "statement", "note"]].rename(
+        columns={"value": "paper's value", "std": "paper's std", "note": "about the value"}).reset_index(drop=True)

@@ -137,3 +137,26 @@ def ladder(table: pd.DataFrame) -> plt.Figure:
         ax.set(xlabel="parameters (non-embedding-position, tied head once)", ylabel=f"{gap} (nats)", title=gap)
     fig.tight_layout()
     return fig
+
+
+def escape_curves(curve: pd.DataFrame, floor: float, tolerance: float, order: list[str]) -> plt.Figure:
+    """FFNOnly's validation loss per seed, one panel per escape-study condition (``condition``
+    column), with the floor of the evaluation batches and the band that counts as "at the floor"."""
+    conditions = [c for c in order if c in set(curve["condition"])]
+    cols = min(3, len(conditions))
+    rows = -(-len(conditions) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3 * rows), sharey=True, squeeze=False)
+    for ax, condition in zip(axes.flat, conditions):
+        part = curve[curve.condition == condition]
+        sns.lineplot(data=part, x="step", y="loss", hue="seed", palette="tab10", ax=ax, legend=ax is axes.flat[0])
+        ax.axhspan(floor - tolerance, floor + tolerance, color="#dddddd", zorder=0)
+        ax.axhline(floor, color="black", ls="--", lw=1)
+        ax.set(title=condition, xlabel="step", ylabel="validation loss (nats)")
+    for ax in list(axes.flat)[len(conditions):]:
+        ax.axis("off")
+    ymin = min(curve["loss"].min(), floor - 3 * tolerance)
+    axes.flat[0].set_ylim(ymin - 0.05, floor + 0.25)
+    fig.suptitle(f"FFNOnly, every seed: the dashed line is the floor, the grey band ±{tolerance} nats", fontsize=10)
+    fig.tight_layout()
+    return fig
+

@@ -4,7 +4,8 @@ evaluation mode and gain.
 * ``smoke`` -- tests and CI: a 2-layer, 32-wide model, a run in a few seconds.
 * ``cpu`` -- the default: about 0.8M parameters (4 layers, 4 heads, 128 wide,
   context 64), the size of nanoGPT's documented CPU recipe, with batch 32 and
-  2,000 steps: a few minutes a run on 2 cores. It stands in for the paper's 10M
+  2,000 steps: a quarter of an hour a run with two runs on 2 cores (the records'
+  ``wall_seconds``). It stands in for the paper's 10M
   model on machines without a GPU.
 * ``ladder-0.1m``, ``ladder-0.3m`` -- the ``cpu`` profile at widths 48 and 80 (about
   0.12M and 0.32M parameters): with ``cpu`` (0.8M) the three rungs of the scale ladder,

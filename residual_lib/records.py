@@ -26,8 +26,8 @@ RECORD_VERSION = 1
 
 #: Scalar fields copied into :func:`load_records`' frame, in this order.
 SCALARS = (
-    "key", "profile", "variant", "seed", "eval_mode", "gain", "deterministic", "replicate",
-    "final_val_loss", "best_val_loss", "unigram_floor", "n_params", "steps",
+    "key", "profile", "variant", "seed", "eval_mode", "gain", "deterministic", "replicate", "init_noise",
+    "final_val_loss", "best_val_loss", "unigram_floor", "eval_floor", "n_params", "steps",
     "wall_seconds", "tokens_per_second",
 )
 
@@ -79,6 +79,9 @@ def load_records(path: str | os.PathLike) -> pd.DataFrame:
         if "key" not in rec or "curves" not in rec:
             continue  # some other JSON file
         row = {name: rec.get(name) for name in SCALARS}
+        row["init_noise"] = row["init_noise"] or 0.0  # absent from records made before the field existed
+        if row["eval_floor"] is None:  # records made before the field existed
+            row["eval_floor"] = record_eval_floor(rec)
         for name, value in (rec.get("diagnostics") or {}).items():
             if isinstance(value, (int, float)):
                 row[f"diag_{name}"] = value
@@ -107,6 +110,27 @@ def load_curves(path: str | os.PathLike, split: str = "train") -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+@functools.lru_cache(maxsize=None)
+def _eval_floor(dataset: str, block_size: int, batch_size: int, eval_iters: int, mode: str) -> float:
+    from .data import eval_floor, load_corpus
+
+    return eval_floor(load_corpus(dataset), block_size, batch_size, eval_iters, mode)
+
+
+def record_eval_floor(rec: dict) -> float:
+    """The unigram floor on the tokens ``rec``'s losses were measured on (its
+    ``eval_floor``; computed from its configuration for records that predate the field)."""
+    if rec.get("eval_floor") is not None:
+        return float(rec["eval_floor"])
+    config = rec.get("config") or {}
+    prof = config.get("profile") or {}
+    try:
+        return _eval_floor(config["dataset"], prof["block_size"], prof["batch_size"], prof["eval_iters"],
+                           rec.get("eval_mode", "fixed"))
+    except KeyError:
+        return float("nan")
+
+
 def summarize(frame: pd.DataFrame, value: str = "final_val_loss", by=("profile", "variant")) -> pd.DataFrame:
     """Mean, standard deviation (ddof=1), min, max and count of ``value`` per group."""
     grouped = frame.groupby(list(by))[value]
@@ -115,9 +139,9 @@ def summarize(frame: pd.DataFrame, value: str = "final_val_loss", by=("profile",
 
 def controlled(frame: pd.DataFrame) -> pd.DataFrame:
     """The runs of the controlled comparison: fixed validation batches, gain 1, deterministic,
-    first replicate -- one run per (profile, variant, seed)."""
+    unperturbed initialisation, first replicate -- one run per (profile, variant, seed)."""
     mask = ((frame.eval_mode == "fixed") & (frame.gain == 1.0) & frame.deterministic.astype(bool)
-            & (frame.replicate == 0))
+            & (frame.replicate == 0) & (frame.init_noise == 0))
     return frame[mask]
 
 

@@ -65,8 +65,10 @@ def _central(profile, seeds, variants, **_):
 
 
 def _joint_collapse(profile, seeds, variants, **_):
-    # nanoGPT-style evaluation (fresh random validation batches), one seed as in the paper
-    return [RunSpec(profile, v, s, eval_mode="random") for v in variants for s in seeds[:1]]
+    # nanoGPT-style evaluation (fresh random validation batches), one seed as in the paper;
+    # the block-0 gradients are read from every seed of the controlled runs as well
+    return [RunSpec(profile, v, s, eval_mode="random") for v in variants for s in seeds[:1]] + \
+        _central(profile, seeds, variants)
 
 
 def _confounds(profile, seeds, variants, gains=(0.5, 1.0, 2.0, 4.0), gain_variant="attn_only", **_):
@@ -114,6 +116,18 @@ def _ffn_escape(profile, seeds, variants, escape_gains=(0.5, 2.0, 4.0), perturba
     return runs
 
 
+def escape_condition(profile: str, run_profile: str, gain: float, init_noise: float) -> str:
+    """The escape-study condition a run of :func:`_ffn_escape` belongs to, by its fields."""
+    named = {p: c for c, p in ESCAPE_PROFILES.get(profile, {}).items()}
+    if run_profile in named:
+        return named[run_profile]
+    if init_noise:
+        return f"initial weights nudged ({init_noise:g})"
+    if gain != 1.0:
+        return f"gain {gain:g}"
+    return "as recorded (central sweep)"
+
+
 PLANS = {
     "03_setup": lambda **_: [],
     "04_joint_collapse": _joint_collapse,
@@ -127,7 +141,7 @@ PLANS = {
 
 
 #: Sections whose chapter shows whatever part of the study has records (the others need all).
-PARTIAL_OK = frozenset({"09_scale_ladder"})
+PARTIAL_OK = frozenset({"09_scale_ladder", "10_ffn_escape"})
 
 
 def section_name(notebook: str | os.PathLike) -> str:

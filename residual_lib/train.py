@@ -43,7 +43,7 @@ from pathlib import Path
 import torch
 
 from . import diagnostics
-from .data import ValidationSet, fixed_val_batches, get_batch, load_corpus
+from .data import ValidationSet, eval_floor, fixed_val_batches, get_batch, load_corpus
 from .model import VARIANTS, GPTConfig, ResidualGPT
 from .profiles import Profile, get_profile
 from .records import RECORD_VERSION, code_version, find_record, provenance, record_path, run_key, write_record
@@ -304,6 +304,7 @@ class RunState:
             "best_val_loss": val_losses[best],
             "best_step": self.val_curve["step"][best],
             "unigram_floor": corpus.unigram_floor(),
+            "eval_floor": eval_floor(corpus, profile.block_size, profile.batch_size, profile.eval_iters, self.eval_mode),
             "n_params": self.model.num_params(),
             "steps": profile.max_iters,
             "tokens": tokens,

@@ -145,3 +145,30 @@ def test_corrupt_download_is_rejected(monkeypatch, tmp_path):
     with pytest.raises(DataError, match="sha256"):
         shakespeare_path()
     assert not (data.cache_dir() / "tinyshakespeare").exists()
+
+
+def test_the_fixed_evaluation_floor_is_the_unigram_loss_on_the_fixed_batches_targets(char_corpus):
+    from residual_lib.data import eval_floor
+
+    counts = np.bincount(char_corpus.train, minlength=char_corpus.vocab_size)
+    logp = np.log(counts / counts.sum())
+    targets = np.concatenate([y.numpy().ravel() for _, y in fixed_val_batches(char_corpus.val, 16, 4, 3)])
+    assert eval_floor(char_corpus, 16, 4, 3, "fixed") == pytest.approx(-logp[targets].mean(), rel=1e-12)
+    # a different sample of tokens, so a different number from the whole-split floor
+    assert abs(eval_floor(char_corpus, 64, 32, 20, "fixed") - char_corpus.unigram_floor()) > 0.005
+
+
+def test_the_random_evaluation_floor_is_the_expected_value_over_get_batch_windows():
+    from residual_lib.data import Corpus, eval_floor
+
+    # five validation tokens, windows of 2: starts 0..2, targets at positions 1..4 with
+    # multiplicities 1, 2, 2, 1; training frequencies give token 0 and 1 probabilities 3/4, 1/4
+    corpus = Corpus("tiny", np.array([0, 0, 0, 1]), np.array([1, 0, 1, 0, 1]), 2, str)
+    nll = {0: -math.log(0.75), 1: -math.log(0.25)}
+    expected = (1 * nll[0] + 2 * nll[1] + 2 * nll[0] + 1 * nll[1]) / 6
+    assert eval_floor(corpus, 2, 1, 1, "random") == pytest.approx(expected, rel=1e-12)
+    g = torch.Generator().manual_seed(0)
+    draws = [np.mean([nll[int(t)] for t in get_batch(corpus.val, 2, 64, g)[1].ravel()]) for _ in range(200)]
+    assert np.mean(draws) == pytest.approx(expected, abs=0.02)
+    with pytest.raises(ValueError, match="fixed or random"):
+        eval_floor(corpus, 2, 1, 1, "bogus")

@@ -39,7 +39,7 @@ def test_ensure_can_show_a_partial_ladder(tmp_path):
 
 def _row(profile, n_params, variant, seed, loss, floor=3.0):
     return {"profile": profile, "n_params": n_params, "variant": variant, "seed": seed, "final_val_loss": loss,
-            "unigram_floor": floor}
+            "eval_floor": floor, "unigram_floor": floor + 0.5}  # the gap is taken to the evaluation floor
 
 
 def test_ladder_gaps_pair_by_seed_and_skip_incomplete_pairs():

@@ -124,3 +124,58 @@ def test_run_reuses_records_and_writes_atomically(tmp_path):
     curves = load_curves(tmp_path)
     assert set(curves["key"]) == set(frame["key"]) and {"step", "loss", "grad_norm_layer0"} <= set(curves.columns)
     assert json.loads(path.read_text())["key"] == read_record(path)["key"]
+
+
+def test_init_noise_is_a_new_run_that_differs_and_reproduces(tmp_path):
+    from residual_lib.records import run_key
+    from residual_lib.train import RunError, run_identity
+
+    p = SHORT
+    plain = run_identity(p, "ffn_only", 3, "fixed", 1.0, True, 0)
+    assert run_key(run_identity(p, "ffn_only", 3, "fixed", 1.0, True, 0, init_noise=0.0)) == run_key(plain)
+    nudged_key = run_key(run_identity(p, "ffn_only", 3, "fixed", 1.0, True, 0, init_noise=1e-6))
+    assert nudged_key != run_key(plain)
+    a = train(p, "ffn_only", 3, progress=False, init_noise=1e-6)
+    b = train(p, "ffn_only", 3, progress=False, init_noise=1e-6)
+    base = train(p, "ffn_only", 3, progress=False)
+    assert a["key"] == nudged_key and a["init_noise"] == 1e-6 and base["init_noise"] == 0.0
+    assert a["curves"]["train"]["loss"] == b["curves"]["train"]["loss"]  # deterministic
+    assert a["curves"]["train"]["loss"] != base["curves"]["train"]["loss"]  # but not the unperturbed run
+    assert a["curves"]["train"]["loss"][0] == pytest.approx(base["curves"]["train"]["loss"][0], rel=1e-4)
+    with pytest.raises(RunError, match="--init-noise"):
+        train(p, "ffn_only", 3, progress=False, init_noise=-1.0)
+
+
+def test_block0_gradient_is_logged_by_sub_module_and_the_parts_make_the_whole(smoke_runs):
+    curve = smoke_runs["a"]["curves"]["train"]
+    whole = torch.tensor(curve["grad_norm_layer0"])
+    parts = torch.tensor([curve[f"grad_norm_layer0_{p}"] for p in ("attn", "mlp", "ln")])
+    assert torch.allclose(parts.square().sum(0).sqrt(), whole, rtol=1e-4)
+    assert (parts[0] > 0).all() and (parts[1] > 0).all()
+
+
+def test_records_carry_the_floor_of_their_evaluation_batches(smoke_runs):
+    from residual_lib.data import eval_floor, load_corpus
+
+    rec = smoke_runs["a"]
+    corpus = load_corpus("shakespeare_char")
+    assert rec["eval_floor"] == pytest.approx(eval_floor(corpus, SHORT.block_size, SHORT.batch_size,
+                                                         SHORT.eval_iters, "fixed"))
+    assert rec["eval_floor"] != rec["unigram_floor"]
+
+
+def test_every_committed_record_keeps_its_key_and_reads_back_its_floor():
+    from pathlib import Path
+
+    from residual_lib.profiles import Profile
+    from residual_lib.records import record_eval_floor, run_key
+    from residual_lib.train import run_identity
+
+    files = sorted((Path(__file__).resolve().parents[1] / "results").glob("*/*.json"))
+    assert files, "no committed records"
+    for path in files:
+        rec = read_record(path)
+        identity = run_identity(Profile(**rec["config"]["profile"]), rec["variant"], rec["seed"], rec["eval_mode"],
+                                rec["gain"], rec["deterministic"], rec["replicate"], rec.get("init_noise", 0.0))
+        assert run_key(identity) == rec["key"], path.name
+        assert 3.3 < record_eval_floor(rec) < 3.4, path.name

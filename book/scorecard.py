@@ -64,8 +64,7 @@ COLOURS = {"reproduced": "#d9f2d9", "partly reproduced": "#fbe5c8", "agrees with
            "not reproduced": "#f9d6d5", "new evidence": "#dbe9f7", "not testable here": "#eeeeee",
            "inconclusive": "#fff2cc", "not run at this scale": "#eeeeee"}
 shown = table.assign(claim=table.claim.map(lambda c: scorecard.TITLES.get(c, c)))[
-    ["claim", "section", "statement", "paper", "paper_note", "profile", "ours", "seeds", "verdict"]].rename(
-    columns={"paper": "paper's value(s)", "paper_note": "about the paper's value"})
+    ["claim", "profile", "verdict", "ours", "paper", "seeds", "section"]].rename(columns={"paper": "paper's value(s)"})
 rows_html = shown.to_html(index=False, escape=True, table_id="scorecard-table", classes="scorecard")
 import html
 
@@ -73,6 +72,17 @@ for verdict, colour in COLOURS.items():
     rows_html = rows_html.replace(f"<td>{html.escape(verdict, quote=False)}</td>",
                                   f'<td class="verdict" style="background:{colour}">{verdict}</td>')
 HTML(rows_html)
+
+# %% [markdown]
+# ## The paper's claims
+#
+# Each claim as the paper's summary states it, with what the summary leaves unstated or
+# contradicts (from `residual_lib/paper_claims.csv`).
+
+# %% tags=["hide-input"]
+claims_text = table.drop_duplicates("claim").assign(claim=lambda t: t.claim.map(lambda c: scorecard.TITLES.get(c, c)))
+claims_text[["claim", "section", "statement", "paper_note"]].rename(
+    columns={"paper_note": "about the paper's values"}).style.hide(axis="index")
 
 # %% [markdown]
 # ## Verdict counts

@@ -17,17 +17,23 @@
 #
 # **What the central sweep found.** At the `cpu` profile some FFNOnly seeds do not stay at
 # the floor: they leave it slowly, part-way through training ([chapter 6](06_central)). The
-# `cpu` profile differs from the paper's 10M setting in size, in dropout (0 against 0.2) and
-# in its step budget, so this chapter asks what the escapes depend on:
+# `cpu` profile differs from the paper's 10M setting in size, in dropout and in its step
+# budget, so this chapter asks what the escapes depend on:
 #
-# * **dropout 0.2**, the paper's setting (profile `cpu-dropout`);
-# * **three times the budget**, 6,000 steps with the schedule stretched (profile `cpu-long`);
+# * **dropout 0.2** (profile `cpu-dropout`): the setting of nanoGPT's `shakespeare_char`
+#   config, which the `paper-10m` profile follows (the summary does not state the paper's
+#   dropout); `cpu` trains without dropout;
+# * **three times the budget**, 6,000 steps (profile `cpu-long`): the whole schedule
+#   stretches with it, so these runs follow another trajectory from the first steps on,
+#   not the same runs continued;
 # * **a runtime gain** on every sublayer (0.5, 2, 4; first seed), the paper's own idea for
 #   rescuing a partial configuration, so far tried on AttnOnly only ([chapter 5](05_confounds));
-# * **rounding**: every seed again with its initial weights multiplied by `1 + 1e-6·N(0,1)`,
-#   a perturbation of a few float32 roundings (the size of the difference a change of thread
-#   count makes). If a seed's outcome flips, escapes follow rounding, not seeds, and
-#   "collapse in every seed" is a probability.
+# * **a perturbation at the level of rounding**: every seed again with its initial weights
+#   multiplied by `1 + 1e-6·N(0,1)`, a relative change of a few float32 roundings (machine
+#   epsilon 1.2e-7) and nothing else: the same data order, hyper-parameters and code path
+#   (with no perturbation the trainer reproduces the recorded runs bit for bit). If a seed's
+#   outcome changes, escapes are not a property of the seed, and "collapse in every seed" is
+#   a probability.
 #
 # A run *escapes* when it ends more than 0.05 nats below the floor of its evaluation batches
 # (chapter 3); its *escape step* is the first evaluation from which it stays there. Runs not
@@ -119,24 +125,33 @@ findings = []
 if {base, nudged} <= set(pair.columns):
     pair = pair.dropna()
     flipped = pair[pair[base] != pair[nudged]]
-    findings.append(f"Of {len(pair)} seeds, {len(flipped)} change their outcome when the initial weights are nudged"
+    findings.append(f"Of {len(pair)} seeds, {len(flipped)} change their outcome when their initial weights are "
+                    "nudged by 1e-6"
                     + (f" (seeds {', '.join(str(s) for s in flipped.index)})" if len(flipped) else "") + ".")
-    same_setting = runs[runs.condition.isin([base, nudged])]
+    same_setting = runs[runs.condition.isin([base, nudged]) & runs.seed.isin(pair.index)]
     k, n = int(same_setting.escaped.sum()), len(same_setting)
-    ci = stats.binomtest(k, n).proportion_ci(0.95) if n else None
     if len(flipped):
-        findings.append(f"Escapes follow rounding rather than seeds, so collapse in every seed is a probability: "
-                        f"at `{profile}`, FFNOnly escapes in {k} of {n} runs of the same setting "
-                        f"({k / n:.0%}; 95% Clopper-Pearson interval {ci.low:.0%} to {ci.high:.0%}).")
+        ci = stats.binomtest(k, n).proportion_ci(0.95)
+        findings.append("A seed's outcome is not stable under a perturbation of the size of a few roundings, so "
+                        "whether FFNOnly collapses is a probability, not a property of its seed: treating the "
+                        f"recorded and the nudged runs as draws of one setting, FFNOnly escapes in {k} of {n} "
+                        f"runs at `{profile}` ({k / n:.0%}; 95% Clopper-Pearson interval {ci.low:.0%} to "
+                        f"{ci.high:.0%}).")
     else:
-        findings.append(f"Every seed keeps its outcome: escapes are a property of the seed here ({k} of {n} runs "
-                        f"of the same setting escape).")
+        findings.append(f"Every seed keeps its outcome under the perturbation ({k} of {n} runs escape).")
+    edge = same_setting[(same_setting.below_floor > 0.02) & (same_setting.below_floor < 0.08)]
+    if len(edge):
+        findings.append(f"{len(edge)} of these runs end near the 0.05-nat line ("
+                        + ", ".join(f"seed {r.seed}{' nudged' if r.init_noise else ''} {r.below_floor:.3f} below"
+                                    for r in edge.itertuples()) + "), so the counts depend on where it is drawn.")
 for condition in [c for c in ORDER if c not in (base, nudged)]:
     part = runs[runs.condition == condition]
     if len(part):
-        findings.append(f"{condition}: {int(part.escaped.sum())} of {len(part)} runs escape"
+        findings.append(f"{condition.capitalize()}: {int(part.escaped.sum())} of {len(part)} runs escape"
                         + (f" (seeds {', '.join(str(s) for s in sorted(part[part.escaped].seed))})"
                            if part.escaped.any() else "") + ".")
+    elif condition in ESCAPE_PROFILES.get(profile, {}):
+        findings.append(f"{condition.capitalize()}: not recorded yet.")
 finding = " ".join(findings) if findings else "No escape-study records at this profile yet."
 glue("escape_finding", finding)
 Markdown(finding)

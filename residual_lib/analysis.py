@@ -41,6 +41,9 @@ def curves(frame: pd.DataFrame, split: str = "train") -> pd.DataFrame:
 #: run; the same fraction is used at every profile so that runs of any length are compared
 #: at the same stage (step 120 of the cpu profile's 2,000).
 LAYER0_FROM = 0.06
+#: The length of the paper's 10M runs as this project reads it (nanoGPT's shakespeare_char
+#: schedule; the summary does not state it): step counts the paper quotes are scaled by it.
+PAPER_10M_STEPS = 5000
 #: A block-0 gradient norm below this rounds to the paper's "0.000".
 LAYER0_ZERO = 5e-4
 LAYER0_PARTS = ("attn", "mlp", "ln")

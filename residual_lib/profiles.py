@@ -10,7 +10,8 @@ evaluation mode and gain.
 * ``ladder-0.1m``, ``ladder-0.3m`` -- the ``cpu`` profile at widths 48 and 80 (about
   0.12M and 0.32M parameters): with ``cpu`` (0.8M) the three rungs of the scale ladder,
   a study the paper does not have (:data:`LADDERS`).
-* ``cpu-dropout``, ``cpu-long`` -- ``cpu`` with dropout 0.2 (the paper's 10M setting) and
+* ``cpu-dropout``, ``cpu-long`` -- ``cpu`` with dropout 0.2 (nanoGPT's ``shakespeare_char``
+  setting, which ``paper-10m`` follows; the summary does not state the paper's dropout) and
   with 6,000 steps (three times the budget, cosine decay over all of it): the FFNOnly
   escape study, which asks whether FFNOnly's escapes from the floor depend on settings
   in which ``cpu`` differs from the paper.
@@ -120,8 +121,8 @@ PROFILES: dict[str, Profile] = {
 }
 
 
-# The FFNOnly escape study: the ``cpu`` recipe with one setting of the paper's 10M run
-# (dropout 0.2) or with three times the step budget (the schedule stretched with it).
+# The FFNOnly escape study: the ``cpu`` recipe with dropout 0.2 (as paper-10m) or with three
+# times the step budget (the schedule stretched with it).
 PROFILES["cpu-dropout"] = replace(PROFILES["cpu"], name="cpu-dropout", dropout=0.2)
 PROFILES["cpu-long"] = replace(PROFILES["cpu"], name="cpu-long", max_iters=6000)
 PROFILES["smoke-dropout"] = replace(PROFILES["smoke"], name="smoke-dropout", dropout=0.2)

@@ -13,7 +13,7 @@ FLOOR = 3.347
 
 
 def fake_record(results, profile, variant, seed, final, eval_mode="fixed", gain=1.0, deterministic=True,
-                replicate=0, layer0=0.1, steps=100, norms=(1.0, 1.0, 1.0), alpha=0.2, device="cpu"):
+                replicate=0, layer0=0.1, steps=100, norms=(1.0, 1.0, 1.0), alpha=0.2, device="cpu", train_loss=None):
     """A record with what the rules read; ``norms`` are |h_0|, |h_1|, |h_L| of the final
     model (the same at step 0 unless a test changes them)."""
     identity = repr((profile, variant, seed, eval_mode, gain, deterministic, replicate)).encode()
@@ -24,7 +24,7 @@ def fake_record(results, profile, variant, seed, final, eval_mode="fixed", gain=
         "deterministic": deterministic, "replicate": replicate, "final_val_loss": final, "best_val_loss": final,
         "unigram_floor": FLOOR + 0.012, "eval_floor": FLOOR, "n_params": 1, "steps": steps, "wall_seconds": 1.0,
         "tokens_per_second": 1.0, "config": {"profile": {"block_size": 8}}, "provenance": {"device": device},
-        "curves": {"train": {"step": log_steps, "loss": [final] * len(log_steps),
+        "curves": {"train": {"step": log_steps, "loss": train_loss or [final] * len(log_steps),
                              "grad_norm_layer0": [layer0] * len(log_steps),
                              "hidden_norms": [[1.0, 1.0, 1.0]] * len(log_steps)},
                    "val": {"step": [steps], "loss": [final]}},
@@ -129,13 +129,18 @@ def test_layer0_starvation_is_scored_per_variant_and_per_seed(tmp_path):
 
 def test_routing_needs_alpha_near_one_above_the_full_control(tmp_path):
     central(tmp_path, "cpu", attn=1.8, ffn=3.33)
-    assert verdicts(tmp_path, "alpha_routing")["cpu"] == "not reproduced"  # 0.2 everywhere
+    def row():
+        table = scorecard.build(tmp_path, stand_in="cpu").set_index(["claim", "profile"])
+        return table.loc[("alpha_routing", "cpu"), "verdict"], table.loc[("alpha_routing", "cpu"), "ours"]
+
+    # the paper measured no alpha_tt: any measurement is new evidence, for or against its prediction
+    assert row()[0] == "new evidence" and row()[1].startswith("against the prediction")  # 0.2 everywhere
     for seed in (1, 2, 3):
         fake_record(tmp_path, "cpu", "attn_only", seed, 1.8, alpha=0.95)
-    assert verdicts(tmp_path, "alpha_routing")["cpu"] == "reproduced"
+    assert row()[1].startswith("for the prediction")
     for seed in (1, 2, 3):
         fake_record(tmp_path, "cpu", "full", seed, 1.47, alpha=0.97)
-    assert verdicts(tmp_path, "alpha_routing")["cpu"] == "not reproduced"  # no more than the control
+    assert row()[1].startswith("against the prediction")  # no more than the control
 
 
 def test_the_mixer_is_new_evidence_never_a_reproduction(tmp_path):
@@ -155,7 +160,8 @@ def test_a_large_attn_only_seed_spread_reproduces_the_intermediate_anomaly(tmp_p
 def test_paper_notes_flag_inferred_seeds_and_inconsistencies(tmp_path):
     table = scorecard.build(tmp_path).drop_duplicates("claim").set_index("claim")
     assert "population std" in table.loc["seeds_124m", "paper_note"] and "1.353" in table.loc["seeds_124m", "paper_note"]
-    assert "opposite sign" in table.loc["ffn_vs_no_residual", "paper_note"].lower()
+    assert "unsigned" in table.loc["ffn_vs_no_residual", "paper_note"].lower()
+    assert "1.580" in table.loc["original_record", "paper_note"] and "1.600" in table.loc["original_record", "paper_note"]
     assert "inferred" in table.loc["gain_confound", "paper_note"]
     assert "inferred" not in table.loc["joint_collapse_10m", "paper_note"]  # the summary states seed 1337
 
@@ -200,6 +206,11 @@ def test_gain_confound_needs_equivalent_gains(tmp_path):
     for gain, final in ((0.5, 1.81), (1.0, 1.80), (2.0, 1.82), (4.0, 1.80)):
         fake_record(tmp_path, "cpu", "attn_only", 1337, final, gain=gain)
     assert verdicts(tmp_path, "gain_confound")["cpu"] == "reproduced"
+    # the paper's ~200 of 5,000 steps is step 4 of these 100-step runs: curves that meet only
+    # at step 50 reproduce the final equivalence, not its timing
+    late = [2.5] * 5 + [1.82] * 5
+    fake_record(tmp_path, "cpu", "attn_only", 1337, 1.82, gain=2.0, train_loss=late)
+    assert verdicts(tmp_path, "gain_confound")["cpu"] == "partly reproduced"
     fake_record(tmp_path, "cpu", "attn_only", 1337, 2.5, gain=4.0)
     assert verdicts(tmp_path, "gain_confound")["cpu"] == "not reproduced"
 

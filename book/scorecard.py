@@ -59,18 +59,37 @@ glue("n_rows_here", len(checked))
 glue("stand_in", profile)
 Markdown(scorecard.scale_note(results, stand_in=profile))
 
+# %% [markdown]
+# ## The verdicts at a glance
+#
+# One row per claim, one column per profile: ✓ reproduced (or agrees with the paper's
+# confirmed result), ◐ partly reproduced, ✗ not reproduced, ★ new evidence on a question the
+# paper left open, ∅ not testable with these records, ? inconclusive at this scale, · not run
+# yet; — where the claim is not about that scale. The full rows, with the numbers and rules,
+# follow.
+
 # %% tags=["hide-input"]
-COLOURS = {"reproduced": "#d9f2d9", "partly reproduced": "#fbe5c8", "agrees with the paper's confirmed result": "#d9f2d9",
-           "not reproduced": "#f9d6d5", "new evidence": "#dbe9f7", "not testable here": "#eeeeee",
-           "inconclusive": "#fff2cc", "not run at this scale": "#eeeeee"}
+grid_html = scorecard.grid_html(scorecard.grid(table, stand_in=profile))
+glue("verdict_grid", HTML(grid_html), display=False)  # also shown on the introduction
+Markdown(f"**{len(checked)} rows checked at `{profile}`:** "
+         + ", ".join(f"{n} {verdict}" for verdict, n in checked.verdict.value_counts()
+                     .reindex(scorecard.VERDICTS).dropna().astype(int).items()) + ".")
+
+# %% tags=["hide-input"]
+HTML(grid_html)
+
+# %% [markdown]
+# ## Every row
+
+# %% tags=["hide-input"]
 shown = table.assign(claim=table.claim.map(lambda c: scorecard.TITLES.get(c, c)))[
     ["claim", "profile", "verdict", "ours", "paper", "seeds", "section"]].rename(columns={"paper": "paper's value(s)"})
 rows_html = shown.to_html(index=False, escape=True, table_id="scorecard-table", classes="scorecard")
 import html
 
-for verdict, colour in COLOURS.items():
+for verdict in scorecard.VERDICTS:  # colours from _static/verdicts.css, legible in light and dark mode
     rows_html = rows_html.replace(f"<td>{html.escape(verdict, quote=False)}</td>",
-                                  f'<td class="verdict" style="background:{colour}">{verdict}</td>')
+                                  f'<td class="verdict {scorecard.verdict_slug(verdict)}">{verdict}</td>')
 HTML(rows_html)
 
 # %% [markdown]

@@ -100,6 +100,7 @@ def build(profile: str = "cpu", results_dir: str | os.PathLike | None = None, ro
     (stage / "book").mkdir(parents=True)
     for name in ("_config.yml", "_toc.yml"):
         shutil.copy2(root / name, stage / name)
+    shutil.copytree(root / "_static", stage / "_static")  # the verdict colours (html_css_files)
     for page in (root / "book").glob("*.md"):
         shutil.copy2(page, stage / "book" / page.name)
     params = {"profile": profile, "seeds": seeds, "results_dir": str(results), "train_missing": False}

@@ -506,3 +506,53 @@ def verdict_block(results_dir: str | Path, profile: str, claims: list[str], tabl
         for row in rows[rows.claim == claim].itertuples():
             lines.append(f"- **{TITLES.get(claim, claim)}: {row.verdict}.** {row.ours}.")
     return "\n".join(lines)
+
+
+#: Each verdict's symbol and short label in the verdict grid (a symbol as well as a colour,
+#: so the grid reads without colour too); the CSS classes are ``v-<slug>``.
+GRID_LABELS = {
+    "reproduced": ("✓", "reproduced"),
+    "partly reproduced": ("◐", "partly"),
+    "agrees with the paper's confirmed result": ("✓", "agrees with the confirmed result"),
+    "not reproduced": ("✗", "not reproduced"),
+    "new evidence": ("★", "new evidence"),
+    "not testable here": ("∅", "not testable here"),
+    "inconclusive": ("?", "inconclusive"),
+    "not run at this scale": ("·", "not run yet"),
+}
+
+
+def verdict_slug(verdict: str) -> str:
+    return "v-" + "".join(c if c.isalnum() else "-" for c in verdict.lower()).strip("-").replace("--", "-")
+
+
+def grid(table: pd.DataFrame, stand_in: str = "cpu") -> pd.DataFrame:
+    """The verdict grid: one row per claim (its title, in the claims file's order), one
+    column per profile (the stand-in, paper-10m, paper-124m); empty where a claim is not
+    checked at that profile. Where a claim has rows at two scales for one profile (e.g.
+    10M and 124M values of one claim), the first is shown."""
+    columns = [stand_in, "paper-10m", "paper-124m"]
+    out = table.drop_duplicates(["claim", "profile"]).pivot(index="claim", columns="profile", values="verdict")
+    out = out.reindex(index=list(dict.fromkeys(table.claim)), columns=columns)
+    out.index = [TITLES.get(c, c) for c in out.index]
+    return out
+
+
+def grid_html(frame: pd.DataFrame) -> str:
+    """:func:`grid` as an HTML table: each cell a symbol and a short label, classed by verdict."""
+    import html
+
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    rows = []
+    for claim, verdicts in frame.iterrows():
+        cells = []
+        for verdict in verdicts:
+            if not isinstance(verdict, str):
+                cells.append('<td class="verdict-none" title="not a claim at this scale">—</td>')
+                continue
+            symbol, label = GRID_LABELS[verdict]
+            cells.append(f'<td class="verdict {verdict_slug(verdict)}" title="{html.escape(verdict)}">'
+                         f'<span class="verdict-symbol" aria-hidden="true">{symbol}</span> {html.escape(label)}</td>')
+        rows.append(f"<tr><th scope=\"row\">{html.escape(claim)}</th>{''.join(cells)}</tr>")
+    return (f'<table class="verdict-grid" id="verdict-grid"><thead><tr><th>claim</th>{head}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table>")

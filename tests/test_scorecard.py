@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
+import pandas as pd
 import pytest
 
 from residual_lib import paper, scorecard
@@ -261,3 +262,40 @@ def test_the_escape_plan_covers_every_condition_and_keeps_the_central_runs():
     assert labels.count("dropout 0.2") == 2 and labels.count("6,000 steps") == 2
     assert sorted(s.gain for s in specs if s.gain != 1.0) == [0.5, 2.0, 4.0]
     assert all(s.seed == 1 for s in specs if s.gain != 1.0)
+
+
+def test_the_verdict_grid_has_a_row_per_claim_and_a_symbol_per_checked_cell(tmp_path):
+    central(tmp_path, "cpu", attn=1.8, ffn=3.33)
+    table = scorecard.build(tmp_path, stand_in="cpu")
+    frame = scorecard.grid(table, stand_in="cpu")
+    assert list(frame.columns) == ["cpu", "paper-10m", "paper-124m"]
+    assert list(frame.index) == [scorecard.TITLES[c] for c in dict.fromkeys(paper.claims().claim)]
+    assert frame.loc[scorecard.TITLES["asymmetry_10m"], "cpu"] == "reproduced"
+    assert pd.isna(frame.loc[scorecard.TITLES["asymmetry_10m"], "paper-124m"])  # a 10M claim
+    html = scorecard.grid_html(frame)
+    assert html.count('class="verdict v-') == int(frame.notna().sum().sum())
+    assert '<span class="verdict-symbol" aria-hidden="true">✓</span> reproduced' in html
+
+
+def _luminance(hex_colour: str) -> float:
+    rgb = [int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def test_verdict_colours_meet_wcag_aa_contrast_in_light_and_dark_mode():
+    import re
+    from pathlib import Path
+
+    css = (Path(__file__).resolve().parents[1] / "_static" / "verdicts.css").read_text()
+    for dark in (False, True):
+        prefix = 'html[data-theme="dark"] ' if dark else ""
+        text = re.search(re.escape(prefix) + r"td\.verdict \{ color: (#[0-9a-f]{6})", css).group(1)
+        for verdict in scorecard.VERDICTS:
+            slug = scorecard.verdict_slug(verdict)
+            rules = [m for m in re.finditer(r"([^{}]+)\{ background: (#[0-9a-f]{6}); \}", css)
+                     if f"td.{slug}" in m.group(1) and (m.group(1).strip().startswith("html[") == dark)]
+            assert rules, (verdict, dark)
+            back = rules[0].group(2)
+            lighter, darker = sorted((_luminance(text), _luminance(back)), reverse=True)
+            assert (lighter + 0.05) / (darker + 0.05) >= 4.5, (verdict, dark, text, back)

@@ -129,6 +129,7 @@ def built_book(smoke_results, tmp_path_factory) -> Path:
     for name in ("_config.yml", "_toc.yml"):
         shutil.copy(root / name, tmp / name)
     shutil.copytree(root / "book", tmp / "book")
+    shutil.copytree(root / "_static", tmp / "_static")
     shutil.copytree(root / "notebooks", tmp / "notebooks", ignore=shutil.ignore_patterns("*.ipynb", "__pycache__"))
     index = book.build("smoke", smoke_results, root=tmp)
     assert index.is_file()
@@ -149,7 +150,7 @@ def test_the_book_builds_from_records_with_a_verdict_per_claim(built_book):
 
     titles = {TITLES[c] for c in paper.claims().claim}  # every claim, by its readable name
     assert {html_lib.unescape(re.search(r"<td>(.*?)</td>", r).group(1)) for r in rows} == titles
-    assert all('class="verdict"' in r for r in rows)
+    assert all('class="verdict v-' in r for r in rows)
     intro = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", (built_book / "book" / "intro.html").read_text()))
     assert "records of the smoke profile" in intro and "2 seeds per variant" in intro
     assert any((built_book / "_images").glob("*.png"))
@@ -220,6 +221,18 @@ def test_the_book_in_a_real_browser(built_book):
         assert claims == {scorecard.TITLES[c] for c in paper.claims().claim}
         assert len(verdicts) == len(rows) and set(verdicts) <= set(scorecard.VERDICTS)
         driver.save_screenshot(str(out / "scorecard.png"))
+
+        # the verdict grid is whole on screen at a laptop and a phone width: no sideways scrolling
+        edges = ("const g = document.getElementById('verdict-grid').getBoundingClientRect();"
+                 "return [g.right, window.innerWidth, document.documentElement.scrollWidth]")
+        for width, height, mobile in ((1280, 800, False), (390, 844, True)):
+            driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                   {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile})
+            driver.get(f"{base}/book/scorecard.html")
+            right, viewport, document_width = driver.execute_script(edges)
+            assert right <= viewport and document_width <= viewport, (width, right, viewport, document_width)
+            driver.save_screenshot(str(out / f"scorecard_{width}.png"))
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
         driver.get(f"{base}/notebooks/06_central.html")
         count_loaded = ("const imgs = Array.from(document.images); imgs.forEach(i => i.scrollIntoView());"

@@ -31,7 +31,7 @@ if "google.colab" in sys.modules:
     subprocess.run([sys.executable, f"{CHECKOUT}/scripts/colab_install.py"], check=True)
     sys.path.insert(0, CHECKOUT)
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "remove-cell"]
 profile = "smoke"
 seeds = [1337, 42, 123]
 variants = ["full", "attn_only", "ffn_only", "no_residual"]

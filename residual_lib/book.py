@@ -45,7 +45,10 @@ def pages(root: Path = ROOT) -> list[Path]:
     return sorted((root / "book").glob("*.py")) + all_notebooks(root / "notebooks")
 
 
-def _remove_injected_cell(path: Path) -> None:
+def _clean_executed(path: Path, source: str) -> None:
+    """Hide the cell papermill injected (its parameters are not content) and replace the
+    paths papermill stores in the notebook's metadata (the whole input notebook, the
+    building machine's output path) by the repository-relative ``source`` and output name."""
     import nbformat
 
     nb = nbformat.read(path, as_version=4)
@@ -53,6 +56,10 @@ def _remove_injected_cell(path: Path) -> None:
         tags = cell.metadata.get("tags", [])
         if "injected-parameters" in tags and "remove-cell" not in tags:
             cell.metadata["tags"] = [*tags, "remove-cell"]
+    meta = nb.metadata.get("papermill")
+    if meta is not None:
+        meta["input_path"] = source
+        meta["output_path"] = str(Path(source).with_suffix(".ipynb"))
     tmp = path.with_name(f".{path.name}.tmp")
     nbformat.write(nb, tmp)
     os.replace(tmp, path)
@@ -103,11 +110,13 @@ def build(profile: str = "cpu", results_dir: str | os.PathLike | None = None, ro
     shutil.copytree(root / "_static", stage / "_static")  # the verdict colours (html_css_files)
     for page in (root / "book").glob("*.md"):
         shutil.copy2(page, stage / "book" / page.name)
-    params = {"profile": profile, "seeds": seeds, "results_dir": str(results), "train_missing": False}
     for page in pages(root):
+        # the results folder relative to the page's folder (the notebook runs there), so that no
+        # path of the building machine ends up in the page or its downloadable notebook
+        params = {"profile": profile, "seeds": seeds, "results_dir": os.path.relpath(results, page.parent),
+                  "train_missing": False}
         executed = execute_notebook(page, params, stage / page.parent.name)
-        if page.parent.name == "book":  # narrative pages: the parameters papermill injected are not content
-            _remove_injected_cell(executed)
+        _clean_executed(executed, str(page.relative_to(root)))
         print(f"executed {page.relative_to(root)}", file=sys.stderr, flush=True)
     cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(stage), "--path-output", str(root),
            "--builder", builder, "-W", "-n", "--keep-going"]

@@ -161,6 +161,16 @@ def test_the_book_builds_from_records_with_a_verdict_per_claim(built_book):
     assert len(titles) == len(NOTEBOOKS)  # every chapter has its own title
 
 
+def test_the_site_holds_no_path_of_the_building_machine_and_no_injected_parameters(built_book):
+    leaks = [str(p.relative_to(built_book)) for p in built_book.rglob("*") if p.is_file()
+             and p.suffix in (".html", ".ipynb", ".txt", ".js")
+             and any(root in p.read_text(errors="ignore") for root in ("/work/", "/tmp/", "/root/", "/home/"))]
+    assert not leaks
+    pages = [p for p in built_book.rglob("*.html")]
+    assert pages and not any('"injected-parameters"' in p.read_text() or "train_missing = False" in p.read_text()
+                             for p in pages)
+
+
 def test_every_notebook_page_has_a_colab_button_to_its_repository_twin(built_book):
     import yaml
 

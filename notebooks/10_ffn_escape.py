@@ -139,17 +139,20 @@ if {base, nudged} <= set(pair.columns):
                         f"{ci.high:.0%}).")
     else:
         findings.append(f"Every seed keeps its outcome under the perturbation ({k} of {n} runs escape).")
-    edge = same_setting[(same_setting.below_floor > 0.02) & (same_setting.below_floor < 0.08)]
+    edge = same_setting[(same_setting.below_floor - scorecard.FLOOR_TOL).abs() < 0.035]
     if len(edge):
-        findings.append(f"{len(edge)} of these runs end near the 0.05-nat line ("
+        findings.append(f"{len(edge)} of these runs end{'s' if len(edge) == 1 else ''} within 0.035 nats of the "
+                        "0.05-nat line ("
                         + ", ".join(f"seed {r.seed}{' nudged' if r.init_noise else ''} {r.below_floor:.3f} below"
                                     for r in edge.itertuples()) + "), so the counts depend on where it is drawn.")
 for condition in [c for c in ORDER if c not in (base, nudged)]:
     part = runs[runs.condition == condition]
     if len(part):
-        findings.append(f"{condition.capitalize()}: {int(part.escaped.sum())} of {len(part)} runs escape"
-                        + (f" (seeds {', '.join(str(s) for s in sorted(part[part.escaped].seed))})"
-                           if part.escaped.any() else "") + ".")
+        seeds_out = sorted(part[part.escaped].seed)
+        findings.append(f"{condition.capitalize()}: {int(part.escaped.sum())} of {len(part)} "
+                        f"run{'' if len(part) == 1 else 's'} escape{'s' if len(part) == 1 else ''}"
+                        + (f" (seed{'' if len(seeds_out) == 1 else 's'} {', '.join(map(str, seeds_out))})"
+                           if seeds_out else "") + ".")
     elif condition in ESCAPE_PROFILES.get(profile, {}):
         findings.append(f"{condition.capitalize()}: not recorded yet.")
 finding = " ".join(findings) if findings else "No escape-study records at this profile yet."

@@ -9,6 +9,7 @@ import pandas as pd
 
 from .model import VARIANTS
 from .records import load_curves, read_record
+from .train import LAYER0_PARTS
 
 ORDER = [v for v in VARIANTS]
 
@@ -46,7 +47,6 @@ LAYER0_FROM = 0.06
 PAPER_10M_STEPS = 5000
 #: A block-0 gradient norm below this rounds to the paper's "0.000".
 LAYER0_ZERO = 5e-4
-LAYER0_PARTS = ("attn", "mlp", "ln")
 
 
 def layer0_after(frame: pd.DataFrame, fraction: float = LAYER0_FROM, zero: float = LAYER0_ZERO) -> pd.DataFrame:

@@ -22,10 +22,22 @@ import sys
 if "google.colab" in sys.modules:
     import subprocess
 
-    REPOSITORY, CHECKOUT = "https://github.com/residual-lib/partial-residual-ablations", "/content/residual-ablations"
-    subprocess.run(["git", "clone", "--quiet", "--depth", "1", REPOSITORY, CHECKOUT], check=False)
+    REPOSITORY, CHECKOUT = (
+        "https://github.com/residual-lib/partial-residual-ablations",
+        "/content/residual-ablations",
+    )
+    subprocess.run(
+        ["git", "clone", "--quiet", "--depth", "1", REPOSITORY, CHECKOUT], check=False
+    )
     subprocess.run([sys.executable, f"{CHECKOUT}/scripts/colab_install.py"], check=True)
     sys.path.insert(0, CHECKOUT)
+
+# %% [markdown] tags=["remove-cell"]
+# **Running this notebook.** It runs the `smoke` profile by default.
+# The book shows the `cpu` profile: set `profile = "cpu"` and
+# `seeds = [1337, 42, 123, 7, 8]` in the next cell to see the same numbers; the repository's
+# committed `cpu` records are then read, not retrained. Headless, the same with papermill:
+# `papermill book/confounds.ipynb out.ipynb -p profile cpu -y "seeds: [1337, 42, 123, 7, 8]"`.
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"
@@ -41,11 +53,28 @@ tolerance = 0.05
 from residual_lib import analysis, plots
 from residual_lib.book import glue
 from residual_lib.sections import ensure
+from residual_lib.tables import table
 
-records = ensure("05_confounds", profile=profile, seeds=seeds, variants=variants, results_dir=results_dir,
-                 train_missing=train_missing, gains=gains, gain_variant=gain_variant)
-gain_runs = records[(records.variant == gain_variant) & (records.seed == seeds[0]) & records.gain.isin(gains)]
-central = records[(records.gain == 1.0) & (records.eval_mode == "fixed") & records.variant.isin(variants)]
+records = ensure(
+    "05_confounds",
+    profile=profile,
+    seeds=seeds,
+    variants=variants,
+    results_dir=results_dir,
+    train_missing=train_missing,
+    gains=gains,
+    gain_variant=gain_variant,
+)
+gain_runs = records[
+    (records.variant == gain_variant)
+    & (records.seed == seeds[0])
+    & records.gain.isin(gains)
+]
+central = records[
+    (records.gain == 1.0)
+    & (records.eval_mode == "fixed")
+    & records.variant.isin(variants)
+]
 
 # %% [markdown]
 # ## 1. Runtime gain: a reparameterization the optimiser undoes
@@ -62,10 +91,18 @@ spread, merged_at = analysis.gain_equivalence(train, tolerance)
 final = gain_runs.groupby("gain")["final_val_loss"].mean()
 glue("gain_final_spread", float(final.max() - final.min()))
 glue("gain_merged_at", merged_at if merged_at is not None else "never")
-fig = plots.gain_curves(train, spread, tolerance)
+plots.show(
+    plots.gain_curves(train, spread, tolerance),
+    "fig-confound-gain",
+    f"Training loss of `{gain_variant}` (seed {seeds[0]}) under each constant gain g "
+    "(top) and the spread across gains at each logged step, log scale (bottom; dashed: "
+    f"the {tolerance}-nat tolerance).",
+    "Two stacked line charts against training step: training loss in nats per gain, and"
+    " the max minus min across gains on a log scale with a dashed tolerance line.",
+)
 
 # %% tags=["hide-input"]
-final.rename("final validation loss").to_frame()
+table(final.rename("final validation loss (nats)"), index="gain g")
 
 # %% [markdown]
 # ## 2. Validation noise: random batches against fixed batches
@@ -78,11 +115,27 @@ final.rename("final validation loss").to_frame()
 # %% tags=["hide-input"]
 estimates = analysis.val_estimates(central)
 glue("eval_noise_std", float(estimates["deviation"].std()))
-fig = plots.eval_spread(estimates)
+plots.show(
+    plots.eval_spread(estimates),
+    "fig-confound-eval-noise",
+    "Random-batch evaluations of each final model minus its fixed-batch loss: the noise"
+    " of one nanoGPT-style validation estimate.",
+    "Strip chart per variant of random-batch minus fixed-batch validation loss in nats,"
+    " scattered around a zero line.",
+)
 
 # %% tags=["hide-input"]
 import pandas as pd
 
-pd.DataFrame([{"pair": f"{a} vs {b}", "misorder probability": analysis.misorder_probability(estimates, a, b)}
-              for a, b in [("attn_only", "ffn_only"), ("ffn_only", "no_residual"), ("full", "attn_only")]]
-             ).set_index("pair")
+pairs = [("attn_only", "ffn_only"), ("ffn_only", "no_residual"), ("full", "attn_only")]
+table(
+    pd.DataFrame(
+        [
+            {
+                "pair": f"{a} vs {b}",
+                "misorder probability": analysis.misorder_probability(estimates, a, b),
+            }
+            for a, b in pairs
+        ]
+    )
+)

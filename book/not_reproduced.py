@@ -23,10 +23,22 @@ import sys
 if "google.colab" in sys.modules:
     import subprocess
 
-    REPOSITORY, CHECKOUT = "https://github.com/residual-lib/partial-residual-ablations", "/content/residual-ablations"
-    subprocess.run(["git", "clone", "--quiet", "--depth", "1", REPOSITORY, CHECKOUT], check=False)
+    REPOSITORY, CHECKOUT = (
+        "https://github.com/residual-lib/partial-residual-ablations",
+        "/content/residual-ablations",
+    )
+    subprocess.run(
+        ["git", "clone", "--quiet", "--depth", "1", REPOSITORY, CHECKOUT], check=False
+    )
     subprocess.run([sys.executable, f"{CHECKOUT}/scripts/colab_install.py"], check=True)
     sys.path.insert(0, CHECKOUT)
+
+# %% [markdown] tags=["remove-cell"]
+# **Running this notebook.** It runs the `smoke` profile by default.
+# The book shows the `cpu` profile: set `profile = "cpu"` and
+# `seeds = [1337, 42, 123, 7, 8]` in the next cell to see the same numbers; the repository's
+# committed `cpu` records are then read, not retrained. Headless, the same with papermill:
+# `papermill book/not_reproduced.ipynb out.ipynb -p profile cpu -y "seeds: [1337, 42, 123, 7, 8]"`.
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"
@@ -42,24 +54,38 @@ from IPython.display import Markdown
 from residual_lib import scorecard
 from residual_lib.book import glue
 from residual_lib.sections import default_results_dir
+from residual_lib.tables import table
 
 results = Path(results_dir) if results_dir else default_results_dir()
-table = scorecard.build(results, stand_in=profile)
-failed = table[table.verdict.isin(["not reproduced", "partly reproduced", "not testable here", "inconclusive"])]
+rows = scorecard.build(results, stand_in=profile)
+failed = rows[
+    rows.verdict.isin(
+        ["not reproduced", "partly reproduced", "not testable here", "inconclusive"]
+    )
+]
 glue("n_failed", len(failed))
-glue("n_not_run", int((table.verdict == "not run at this scale").sum()))
+glue("n_not_run", int((rows.verdict == "not run at this scale").sum()))
+
 
 # %% tags=["hide-input"]
 def entry(row) -> str:
-    return (f"### {scorecard.TITLES.get(row.claim, row.claim)} at `{row.profile}`: {row.verdict}\n\n"
-            f"- **The paper** (section {row.section}): {row.statement}. Reported: {row.paper}."
-            + (f" ({row.paper_note}.)" if row.paper_note else "") + "\n"
-            f"- **Here** (seeds {row.seeds}): {row.ours}.\n"
-            f"- **Rule**: {row.rule}.\n")
+    link = f"scorecard.html#{scorecard.claim_anchor(row.claim)}"
+    return (
+        f"### {scorecard.TITLES.get(row.claim, row.claim)} at `{row.profile}`\n\n"
+        f"{scorecard.badge(row.verdict)} "
+        f'(<a href="{link}">scorecard</a>)\n\n'
+        f"- **The paper** (section {row.section}): {row.statement}. Reported:"
+        f" {row.paper}."
+        + (f" ({row.paper_note}.)" if row.paper_note else "")
+        + f"\n- **Here** (seeds {row.seeds}): {row.ours}.\n- **Rule**: {row.rule}.\n"
+    )
 
 
-Markdown("\n".join(entry(row) for row in failed.itertuples()) if len(failed)
-         else "Every claim checked at this profile reproduced.")
+Markdown(
+    "\n".join(entry(row) for row in failed.itertuples())
+    if len(failed)
+    else "Every claim checked at this profile reproduced."
+)
 
 # %% [markdown]
 # ## Not run at this scale
@@ -68,4 +94,9 @@ Markdown("\n".join(entry(row) for row in failed.itertuples()) if len(failed)
 # 124M settings need a GPU: `python -m residual_lib sweep --all --profile paper-10m --device cuda`).
 
 # %% tags=["hide-input"]
-table[table.verdict == "not run at this scale"][["claim", "profile", "statement"]]
+waiting = rows[rows.verdict == "not run at this scale"]
+table(
+    waiting.assign(claim=waiting.claim.map(lambda c: scorecard.TITLES.get(c, c)))[
+        ["claim", "profile"]
+    ]
+)

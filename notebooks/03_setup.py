@@ -23,10 +23,22 @@ import sys
 if "google.colab" in sys.modules:
     import subprocess
 
-    REPOSITORY, CHECKOUT = "https://github.com/residual-lib/partial-residual-ablations", "/content/residual-ablations"
-    subprocess.run(["git", "clone", "--quiet", "--depth", "1", REPOSITORY, CHECKOUT], check=False)
+    REPOSITORY, CHECKOUT = (
+        "https://github.com/residual-lib/partial-residual-ablations",
+        "/content/residual-ablations",
+    )
+    subprocess.run(
+        ["git", "clone", "--quiet", "--depth", "1", REPOSITORY, CHECKOUT], check=False
+    )
     subprocess.run([sys.executable, f"{CHECKOUT}/scripts/colab_install.py"], check=True)
     sys.path.insert(0, CHECKOUT)
+
+# %% [markdown] tags=["remove-cell"]
+# **Running this notebook.** It runs the `smoke` profile by default, training any record that is missing (minutes on a CPU).
+# The book shows the `cpu` profile: set `profile = "cpu"` and
+# `seeds = [1337, 42, 123, 7, 8]` in the next cell to see the same numbers; the repository's
+# committed `cpu` records are then read, not retrained. Headless, the same with papermill:
+# `papermill notebooks/03_setup.ipynb out.ipynb -p profile cpu -y "seeds: [1337, 42, 123, 7, 8]"`.
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"
@@ -44,8 +56,17 @@ from residual_lib import PROFILES, GPTConfig, ResidualGPT, load_corpus, paper, p
 from residual_lib.book import glue
 from residual_lib.sections import ensure
 
-ensure("03_setup", profile=profile, seeds=seeds, variants=variants, results_dir=results_dir,
-       train_missing=train_missing, device=device)  # this section needs no runs
+from residual_lib.tables import table
+
+_ = ensure(
+    "03_setup",
+    profile=profile,
+    seeds=seeds,
+    variants=variants,
+    results_dir=results_dir,
+    train_missing=train_missing,
+    device=device,
+)  # this section needs no runs
 
 # %% [markdown]
 # ## Corpora
@@ -59,10 +80,16 @@ ensure("03_setup", profile=profile, seeds=seeds, variants=variants, results_dir=
 rows = []
 for name in ("shakespeare_char", "shakespeare_gpt2"):
     corpus = load_corpus(name)
-    rows.append({"corpus": name, "vocabulary": corpus.vocab_size, "train tokens": corpus.sizes["train"],
-                 "val tokens": corpus.sizes["val"], "unigram floor, whole val split (nats)": corpus.unigram_floor()})
-corpora = pd.DataFrame(rows).set_index("corpus")
-corpora
+    rows.append(
+        {
+            "corpus": name,
+            "vocabulary": corpus.vocab_size,
+            "train tokens": corpus.sizes["train"],
+            "val tokens": corpus.sizes["val"],
+            "unigram floor, whole val split (nats)": corpus.unigram_floor(),
+        }
+    )
+table(pd.DataFrame(rows), decimals=4)
 
 # %% [markdown]
 # ## The floor a loss is compared to
@@ -81,16 +108,30 @@ corpora
 from residual_lib.data import eval_floor
 
 char = load_corpus("shakespeare_char")
-floors = pd.DataFrame([
-    {"profile": name, "whole val split": char.unigram_floor(),
-     "fixed batches (fixed evaluation)": eval_floor(char, prof.block_size, prof.batch_size, prof.eval_iters, "fixed"),
-     "random windows, expected (random evaluation)": eval_floor(char, prof.block_size, prof.batch_size,
-                                                               prof.eval_iters, "random")}
-    for name, prof in PROFILES.items() if prof.dataset == "shakespeare_char"]).set_index("profile")
-fixed_floor = floors.loc[profile, "fixed batches (fixed evaluation)"] if profile in floors.index else float("nan")
+floors = pd.DataFrame(
+    [
+        {
+            "profile": name,
+            "whole val split": char.unigram_floor(),
+            "fixed batches (fixed evaluation)": eval_floor(
+                char, prof.block_size, prof.batch_size, prof.eval_iters, "fixed"
+            ),
+            "random windows, expected (random evaluation)": eval_floor(
+                char, prof.block_size, prof.batch_size, prof.eval_iters, "random"
+            ),
+        }
+        for name, prof in PROFILES.items()
+        if prof.dataset == "shakespeare_char"
+    ]
+).set_index("profile")
+fixed_floor = (
+    floors.loc[profile, "fixed batches (fixed evaluation)"]
+    if profile in floors.index
+    else float("nan")
+)
 glue("floor_whole_split", f"{char.unigram_floor():.4f}")
 glue("floor_fixed", f"{fixed_floor:.4f}")
-floors.round(4)
+table(floors.add_suffix(" (nats)"), index="profile", decimals=4)
 
 # %% [markdown]
 # OpenWebText is prepared on first use by `residual_lib.data.prepare_openwebtext` (streamed
@@ -110,16 +151,44 @@ vocab = {"shakespeare_char": 65, "openwebtext": 50257}
 rows = []
 for name, prof in PROFILES.items():
     for variant in ("full", "mixer"):
-        config = GPTConfig.for_variant(variant, vocab_size=vocab[prof.dataset], block_size=prof.block_size,
-                                       n_layer=prof.n_layer, n_head=prof.n_head, n_embd=prof.n_embd)
+        config = GPTConfig.for_variant(
+            variant,
+            vocab_size=vocab[prof.dataset],
+            block_size=prof.block_size,
+            n_layer=prof.n_layer,
+            n_head=prof.n_head,
+            n_embd=prof.n_embd,
+        )
         with torch.device("meta"):
             n = ResidualGPT(config).num_params()
-        rows.append({"profile": name, "variant": variant, "layers": prof.n_layer, "width": prof.n_embd,
-                     "context": prof.block_size, "dataset": prof.dataset, "parameters (M)": n / 1e6,
-                     "steps": prof.max_iters, "tokens per step": prof.tokens_per_step})
+        rows.append(
+            {
+                "profile": name,
+                "variant": variant,
+                "layers": prof.n_layer,
+                "width": prof.n_embd,
+                "context": prof.block_size,
+                "dataset": prof.dataset,
+                "parameters (M)": n / 1e6,
+                "steps": prof.max_iters,
+                "tokens per step": prof.tokens_per_step,
+            }
+        )
 models = pd.DataFrame(rows)
-models.pivot_table(index=["profile", "layers", "width", "context", "dataset", "steps", "tokens per step"],
-                   columns="variant", values="parameters (M)").round(3)
+sizes = models.pivot_table(
+    index=[
+        "profile",
+        "layers",
+        "width",
+        "context",
+        "dataset",
+        "steps",
+        "tokens per step",
+    ],
+    columns="variant",
+    values="parameters (M)",
+)
+table(sizes.rename(columns=lambda v: f"{v} (M parameters)").reset_index())
 
 # %% [markdown]
 # The paper's collapse values at 10M sit next to the character corpus's floors: a collapsed
@@ -127,11 +196,23 @@ models.pivot_table(index=["profile", "layers", "width", "context", "dataset", "s
 
 # %%
 claims = paper.claims()
-collapse = claims[(claims.scale == "10M") & claims.variant.isin(["ffn_only", "no_residual"])
-                  & (claims.quantity == "final_val_loss")]
-collapse[["claim", "variant", "value"]].rename(columns={"value": "paper's value"}).assign(
-    **{"floor, whole val split": char.unigram_floor(),
-       "floor, paper-10m fixed batches": floors.loc["paper-10m", "fixed batches (fixed evaluation)"]}).round(4)
+collapse = claims[
+    (claims.scale == "10M")
+    & claims.variant.isin(["ffn_only", "no_residual"])
+    & (claims.quantity == "final_val_loss")
+]
+table(
+    collapse[["claim", "variant", "value"]].assign(
+        **{
+            "floor, whole val split": char.unigram_floor(),
+            "floor, paper-10m fixed batches": floors.loc[
+                "paper-10m", "fixed batches (fixed evaluation)"
+            ],
+        }
+    ),
+    headers={"value": "paper's value (nats)"},
+    decimals=4,
+)
 
 # %% [markdown]
 # ## The four block variants
@@ -140,5 +221,12 @@ collapse[["claim", "variant", "value"]].rename(columns={"value": "paper's value"
 # the identity term of one sublayer, of the other, or of both.
 
 # %%
-fig = plots.block_variants()
-glue("block_variants", fig, display=False)  # also shown on the book's introduction
+plots.show(
+    plots.block_variants(),
+    "fig-block-variants-setup",
+    "The four block variants. Solid arcs are the identity paths a variant keeps, dotted"
+    " ones those it removes.",
+    "Four block diagrams, one per variant, each showing x, Attn(LN1), h, FFN(LN2) and"
+    " y, with an identity arc beside each sublayer: solid where kept, dotted where"
+    " removed.",
+)

@@ -26,10 +26,22 @@ import sys
 if "google.colab" in sys.modules:
     import subprocess
 
-    REPOSITORY, CHECKOUT = "https://github.com/residual-lib/partial-residual-ablations", "/content/residual-ablations"
-    subprocess.run(["git", "clone", "--quiet", "--depth", "1", REPOSITORY, CHECKOUT], check=False)
+    REPOSITORY, CHECKOUT = (
+        "https://github.com/residual-lib/partial-residual-ablations",
+        "/content/residual-ablations",
+    )
+    subprocess.run(
+        ["git", "clone", "--quiet", "--depth", "1", REPOSITORY, CHECKOUT], check=False
+    )
     subprocess.run([sys.executable, f"{CHECKOUT}/scripts/colab_install.py"], check=True)
     sys.path.insert(0, CHECKOUT)
+
+# %% [markdown] tags=["remove-cell"]
+# **Running this notebook.** It runs the `smoke` profile by default, training any record that is missing (minutes on a CPU).
+# The book shows the `cpu` profile: set `profile = "cpu"` and
+# `seeds = [1337, 42, 123, 7, 8]` in the next cell to see the same numbers; the repository's
+# committed `cpu` records are then read, not retrained. Headless, the same with papermill:
+# `papermill notebooks/04_joint_collapse.ipynb out.ipynb -p profile cpu -y "seeds: [1337, 42, 123, 7, 8]"`.
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"
@@ -40,27 +52,47 @@ results_dir = None
 train_missing = True
 
 # %%
-from IPython.display import Markdown
+from IPython.display import HTML, Markdown
 
 from residual_lib import analysis, paper, plots, scorecard
 from residual_lib.book import glue
 from residual_lib.records import controlled
 from residual_lib.sections import default_results_dir, ensure
+from residual_lib.tables import table
 
-records = ensure("04_joint_collapse", profile=profile, seeds=seeds, variants=variants, results_dir=results_dir,
-                 train_missing=train_missing, device=device)
+records = ensure(
+    "04_joint_collapse",
+    profile=profile,
+    seeds=seeds,
+    variants=variants,
+    results_dir=results_dir,
+    train_missing=train_missing,
+    device=device,
+)
 central = controlled(records)
+shown = records
 records = records[records.eval_mode == "random"]
-floor = records["eval_floor"].iloc[0]  # the expected floor of random evaluation (chapter 3)
-Markdown(scorecard.verdict_block(results_dir or default_results_dir(), profile,
-                                 ["joint_collapse_10m", "layer0_starved_attn_only", "layer0_starved_ffn_only",
-                                  "layer0_starved_no_residual", "layer0_full"]))
+floor = records["eval_floor"].iloc[
+    0
+]  # the expected floor of random evaluation (chapter 3)
+claims = [
+    "joint_collapse_10m",
+    "layer0_starved_attn_only",
+    "layer0_starved_ffn_only",
+    "layer0_starved_no_residual",
+    "layer0_full",
+]
+HTML(
+    scorecard.verdict_box(
+        results_dir or default_results_dir(), profile, claims, records=shown
+    )
+)
 
 # %% [markdown]
 # The paper's reported values for this section:
 
 # %%
-paper.section(4)
+paper.section_view(4)
 
 # %% [markdown]
 # ## Final validation loss and degradation ratios
@@ -73,11 +105,21 @@ paper.section(4)
 summary = analysis.variant_summary(records)
 summary["ratio to full"] = analysis.degradation_ratios(records)
 summary["above the floor"] = summary["mean"] - floor
-summary
+table(summary, index="variant", headers={"above the floor": "above the floor (nats)"})
 
 # %%
 val = analysis.curves(records, "val")
-fig = plots.loss_curves(val, floor=floor, title=f"Validation loss, random batches ({profile})")
+plots.show(
+    plots.loss_curves(
+        val, floor=floor, title=f"Validation loss, random batches ({profile})"
+    ),
+    "fig-joint-collapse-curves",
+    "Validation loss of the four variants under nanoGPT-style random evaluation (mean"
+    " over seeds, band ±1 std). The dashed line is the expected floor of random"
+    " evaluation.",
+    "Line chart of validation loss in nats against training step for full, attn_only, "
+    "ffn_only and no_residual, with a dashed horizontal floor line.",
+)
 
 # %% [markdown]
 # ## Block-0 gradient starvation, per variant
@@ -92,32 +134,69 @@ fig = plots.loss_curves(val, floor=floor, title=f"Validation loss, random batche
 
 # %%
 layer0 = analysis.layer0_after(central)
-per_variant = layer0.groupby("variant")[["median", "starved", "median_attn", "median_mlp", "median_ln"]].median()
-per_variant = per_variant.reindex(analysis.variant_order(layer0)).dropna(axis=1, how="all")
-per_variant
+parts = ["median", "starved", "median_attn", "median_mlp", "median_ln"]
+per_variant = layer0.groupby("variant")[parts].median()
+per_variant = per_variant.reindex(analysis.variant_order(layer0)).dropna(
+    axis=1, how="all"
+)
+table(
+    per_variant,
+    index="variant",
+    headers={"median": "median, whole block", "starved": "share starved"},
+)
 
 # %% tags=["hide-input"]
 ffn_seeds = central[central.variant == "ffn_only"].set_index("seed")
 ffn_layer0 = layer0[layer0.variant == "ffn_only"].set_index("seed")["median"]
-collapsed = (ffn_seeds.final_val_loss - ffn_seeds.eval_floor).abs() <= scorecard.FLOOR_TOL
+collapsed = (
+    ffn_seeds.final_val_loss - ffn_seeds.eval_floor
+).abs() <= scorecard.FLOOR_TOL
 recovering = layer0[layer0.variant.isin(["full", "attn_only"])]["median"]
-tracks = (f"Starvation tracks collapse, not the removal of a residual: the block-0 gradient of the variants "
-          f"that learn (full and attn_only) has a median of {recovering.median():.2f} after the cut-off, while "
-          f"no_residual's is {layer0[layer0.variant == 'no_residual']['median'].median():.0e}")
+tracks = (
+    "Starvation tracks collapse, not the removal of a residual: the block-0 gradient"
+    " of the variants that learn (full and attn_only) has a median of"
+    f" {recovering.median():.2f} after the cut-off, while no_residual's is"
+    f" {layer0[layer0.variant == 'no_residual']['median'].median():.0e}"
+)
 if len(ffn_layer0):
-    tracks += (f"; ffn_only's is {ffn_layer0[collapsed].median():.0e} in the {int(collapsed.sum())} seed(s) that "
-               f"stay at the floor" + (f" and {ffn_layer0[~collapsed].median():.0e} in the {int((~collapsed).sum())} "
-                                       f"that escape" if (~collapsed).any() else ""))
+    tracks += (
+        f"; ffn_only's is {ffn_layer0[collapsed].median():.0e} in the"
+        f" {int(collapsed.sum())} seed(s) that stay at the floor"
+        + (
+            f" and {ffn_layer0[~collapsed].median():.0e} in the"
+            f" {int((~collapsed).sum())} that escape"
+            if (~collapsed).any()
+            else ""
+        )
+    )
 glue("layer0_tracks_collapse", tracks + ".")
-attn_starved = (layer0[layer0.variant == "attn_only"]["median"] < scorecard.LAYER0_ZERO).all()
-Markdown(tracks + (". The paper measured starvation in nanoGPT runs in which every partial variant had "
-                   "collapsed, AttnOnly included, and there it tracked collapse too. What does not hold is its "
-                   "generalisation, the premise of section 7 that AttnOnly recovers while starved: in the runs "
-                   "where AttnOnly recovers, its block 0 is not starved." if not attn_starved else "."))
+attn_starved = (
+    layer0[layer0.variant == "attn_only"]["median"] < scorecard.LAYER0_ZERO
+).all()
+Markdown(
+    tracks
+    + (
+        ". The paper measured starvation in nanoGPT runs in which every partial variant"
+        " had collapsed, AttnOnly included, and there it tracked collapse too. What"
+        " does not hold is its generalisation, the premise of section 7 that AttnOnly"
+        " recovers while starved: in the runs where AttnOnly recovers, its block 0 is"
+        " not starved."
+        if not attn_starved
+        else "."
+    )
+)
 
 # %%
 train = analysis.curves(records, "train")
-fig = plots.layer0_gradients(train, marker_step=int(layer0["from_step"].iloc[0]))
+plots.show(
+    plots.layer0_gradients(train, marker_step=int(layer0["from_step"].iloc[0])),
+    "fig-layer0-gradients",
+    "Gradient norm of the first transformer block before clipping, log scale (mean over"
+    " seeds, band ±1 std). The dotted line marks 6% of training, from where the medians"
+    " above are taken.",
+    "Line chart, log-scale y axis, of the block-0 gradient norm against training step"
+    " per variant, with a dotted vertical line at 6% of training.",
+)
 
 # %% [markdown]
 # Hidden-state norm growth and drift, which the paper reports without a definition, are in

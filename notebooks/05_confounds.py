@@ -26,10 +26,22 @@ import sys
 if "google.colab" in sys.modules:
     import subprocess
 
-    REPOSITORY, CHECKOUT = "https://github.com/residual-lib/partial-residual-ablations", "/content/residual-ablations"
-    subprocess.run(["git", "clone", "--quiet", "--depth", "1", REPOSITORY, CHECKOUT], check=False)
+    REPOSITORY, CHECKOUT = (
+        "https://github.com/residual-lib/partial-residual-ablations",
+        "/content/residual-ablations",
+    )
+    subprocess.run(
+        ["git", "clone", "--quiet", "--depth", "1", REPOSITORY, CHECKOUT], check=False
+    )
     subprocess.run([sys.executable, f"{CHECKOUT}/scripts/colab_install.py"], check=True)
     sys.path.insert(0, CHECKOUT)
+
+# %% [markdown] tags=["remove-cell"]
+# **Running this notebook.** It runs the `smoke` profile by default, training any record that is missing (minutes on a CPU).
+# The book shows the `cpu` profile: set `profile = "cpu"` and
+# `seeds = [1337, 42, 123, 7, 8]` in the next cell to see the same numbers; the repository's
+# committed `cpu` records are then read, not retrained. Headless, the same with papermill:
+# `papermill notebooks/05_confounds.ipynb out.ipynb -p profile cpu -y "seeds: [1337, 42, 123, 7, 8]"`.
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"
@@ -43,22 +55,47 @@ gain_variant = "attn_only"
 tolerance = 0.05  # training-loss spread (nats) below which gains count as equivalent
 
 # %%
-from IPython.display import Markdown
+from IPython.display import HTML, Markdown
 
 from residual_lib import analysis, paper, plots, scorecard
 from residual_lib.sections import default_results_dir, ensure
+from residual_lib.tables import table
 
-records = ensure("05_confounds", profile=profile, seeds=seeds, variants=variants, results_dir=results_dir,
-                 train_missing=train_missing, device=device, gains=gains, gain_variant=gain_variant)
-gain_runs = records[(records.variant == gain_variant) & (records.seed == seeds[0]) & records.gain.isin(gains)]
-central = records[(records.gain == 1.0) & (records.eval_mode == "fixed") & records.variant.isin(variants)]
-Markdown(scorecard.verdict_block(results_dir or default_results_dir(), profile, ["gain_confound"]))
+records = ensure(
+    "05_confounds",
+    profile=profile,
+    seeds=seeds,
+    variants=variants,
+    results_dir=results_dir,
+    train_missing=train_missing,
+    device=device,
+    gains=gains,
+    gain_variant=gain_variant,
+)
+gain_runs = records[
+    (records.variant == gain_variant)
+    & (records.seed == seeds[0])
+    & records.gain.isin(gains)
+]
+central = records[
+    (records.gain == 1.0)
+    & (records.eval_mode == "fixed")
+    & records.variant.isin(variants)
+]
+HTML(
+    scorecard.verdict_box(
+        results_dir or default_results_dir(),
+        profile,
+        ["gain_confound"],
+        records=records,
+    )
+)
 
 # %% [markdown]
 # The paper's reported values for this section:
 
 # %%
-paper.section(5)
+paper.section_view(5)
 
 # %% [markdown]
 # ## (a) The runtime-gain confound
@@ -70,16 +107,34 @@ paper.section(5)
 # %%
 train = analysis.curves(gain_runs, "train")
 spread, merged_at = analysis.gain_equivalence(train, tolerance)
-gain_table = gain_runs.set_index("gain")[["final_val_loss", "best_val_loss"]].sort_index()
-gain_table
+gain_table = gain_runs.set_index("gain")[
+    ["final_val_loss", "best_val_loss"]
+].sort_index()
+table(gain_table, index="gain g")
 
 # %%
-print(f"training-loss spread across gains stays below {tolerance} from step {merged_at} of {int(gain_runs.steps.iloc[0])}"
-      if merged_at is not None else f"the spread across gains never stays below {tolerance}")
-print(f"final validation loss spread across gains: {gain_table.final_val_loss.max() - gain_table.final_val_loss.min():.4f}")
+steps = int(gain_runs.steps.iloc[0])
+final_spread = gain_table.final_val_loss.max() - gain_table.final_val_loss.min()
+Markdown(
+    (
+        f"The training-loss spread across gains stays below {tolerance} nats from step "
+        f"{merged_at:,} of {steps:,}"
+        if merged_at is not None
+        else f"The spread across gains never stays below {tolerance} nats"
+    )
+    + f"; the final validation losses differ by {final_spread:.4f} nats."
+)
 
 # %%
-fig = plots.gain_curves(train, spread, tolerance)
+plots.show(
+    plots.gain_curves(train, spread, tolerance),
+    "fig-gain-curves",
+    f"Training loss of `{gain_variant}` (seed {seeds[0]}) with a constant gain g on"
+    " every sublayer output (top), and the spread across gains at each logged step,"
+    f" log scale (bottom; the dashed line is the {tolerance}-nat tolerance).",
+    "Two stacked line charts against training step: training loss in nats per gain, and"
+    " the max minus min across gains on a log scale with a dashed tolerance line.",
+)
 
 # %% [markdown]
 # ## (b) Evaluation noise: random against fixed validation batches
@@ -90,12 +145,23 @@ fig = plots.gain_curves(train, spread, tolerance)
 
 # %%
 estimates = analysis.val_estimates(central)
-noise = estimates.groupby("variant")["deviation"].agg(["std", lambda d: d.abs().max()]).rename(
-    columns={"<lambda_0>": "max |deviation|"}).reindex(analysis.variant_order(estimates))
-noise
+noise = (
+    estimates.groupby("variant")["deviation"]
+    .agg(["std", lambda d: d.abs().max()])
+    .rename(columns={"<lambda_0>": "max |deviation| (nats)"})
+    .reindex(analysis.variant_order(estimates))
+)
+table(noise, index="variant")
 
 # %%
-fig = plots.eval_spread(estimates)
+plots.show(
+    plots.eval_spread(estimates),
+    "fig-eval-spread",
+    "Each point is one random-batch evaluation of a final model minus the same model's "
+    "fixed-batch loss: the noise a single nanoGPT-style validation estimate carries.",
+    "Strip chart per variant of random-batch minus fixed-batch validation loss in nats,"
+    " scattered around a zero line.",
+)
 
 # %% [markdown]
 # What that noise does to a comparison: the probability that one random evaluation of each
@@ -105,8 +171,17 @@ fig = plots.eval_spread(estimates)
 import pandas as pd
 
 pairs = [("attn_only", "ffn_only"), ("ffn_only", "no_residual"), ("full", "attn_only")]
-pd.DataFrame([{"pair": f"{a} vs {b}", "misorder probability": analysis.misorder_probability(estimates, a, b)}
-              for a, b in pairs]).set_index("pair")
+table(
+    pd.DataFrame(
+        [
+            {
+                "pair": f"{a} vs {b}",
+                "misorder probability": analysis.misorder_probability(estimates, a, b),
+            }
+            for a, b in pairs
+        ]
+    )
+)
 
 # %% [markdown]
 # ## (c) Representation drift

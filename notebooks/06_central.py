@@ -25,10 +25,22 @@ import sys
 if "google.colab" in sys.modules:
     import subprocess
 
-    REPOSITORY, CHECKOUT = "https://github.com/residual-lib/partial-residual-ablations", "/content/residual-ablations"
-    subprocess.run(["git", "clone", "--quiet", "--depth", "1", REPOSITORY, CHECKOUT], check=False)
+    REPOSITORY, CHECKOUT = (
+        "https://github.com/residual-lib/partial-residual-ablations",
+        "/content/residual-ablations",
+    )
+    subprocess.run(
+        ["git", "clone", "--quiet", "--depth", "1", REPOSITORY, CHECKOUT], check=False
+    )
     subprocess.run([sys.executable, f"{CHECKOUT}/scripts/colab_install.py"], check=True)
     sys.path.insert(0, CHECKOUT)
+
+# %% [markdown] tags=["remove-cell"]
+# **Running this notebook.** It runs the `smoke` profile by default, training any record that is missing (minutes on a CPU).
+# The book shows the `cpu` profile: set `profile = "cpu"` and
+# `seeds = [1337, 42, 123, 7, 8]` in the next cell to see the same numbers; the repository's
+# committed `cpu` records are then read, not retrained. Headless, the same with papermill:
+# `papermill notebooks/06_central.ipynb out.ipynb -p profile cpu -y "seeds: [1337, 42, 123, 7, 8]"`.
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"
@@ -39,23 +51,37 @@ results_dir = None
 train_missing = True
 
 # %%
-from IPython.display import Markdown
+from IPython.display import HTML
 
 from residual_lib import analysis, paper, plots, scorecard
 from residual_lib.book import glue
 from residual_lib.sections import default_results_dir, ensure
+from residual_lib.tables import table
 
-records = ensure("06_central", profile=profile, seeds=seeds, variants=variants, results_dir=results_dir,
-                 train_missing=train_missing, device=device)
-floor = records["eval_floor"].iloc[0]  # the unigram floor on the fixed evaluation batches (chapter 3)
-Markdown(scorecard.verdict_block(results_dir or default_results_dir(), profile,
-                                 ["asymmetry_10m", "ffn_collapse_10m", "ffn_vs_no_residual"]))
+records = ensure(
+    "06_central",
+    profile=profile,
+    seeds=seeds,
+    variants=variants,
+    results_dir=results_dir,
+    train_missing=train_missing,
+    device=device,
+)
+floor = records["eval_floor"].iloc[
+    0
+]  # the unigram floor of the fixed evaluation batches
+claims = ["asymmetry_10m", "ffn_collapse_10m", "ffn_vs_no_residual"]
+HTML(
+    scorecard.verdict_box(
+        results_dir or default_results_dir(), profile, claims, records=records
+    )
+)
 
 # %% [markdown]
 # The paper's reported values for this section:
 
 # %%
-paper.section(6)
+paper.section_view(6)
 
 # %% [markdown]
 # ## Final validation loss per variant (mean ± std over seeds)
@@ -64,16 +90,33 @@ paper.section(6)
 summary = analysis.variant_summary(records)
 summary["above the floor"] = summary["mean"] - floor
 for variant, row in summary.iterrows():  # numbers quoted in the book's prose
-    glue(f"{variant}_result", f"{row['mean']:.3f} ± {row['std']:.3f}" if row["seeds"] > 1 else f"{row['mean']:.3f}")
+    glue(
+        f"{variant}_result",
+        (
+            f"{row['mean']:.3f} ± {row['std']:.3f}"
+            if row["seeds"] > 1
+            else f"{row['mean']:.3f}"
+        ),
+    )
 glue("eval_floor", f"{floor:.3f}")
-n_params = int(records.loc[records.variant == "full", "n_params"].max()) if (records.variant == "full").any() else 0
+full = records.variant == "full"
+n_params = int(records.loc[full, "n_params"].max()) if full.any() else 0
 glue("n_params", f"{n_params / 1e6:.2g}M-parameter")
 n_seeds = int(summary["seeds"].min())
 glue("n_seeds", f"{n_seeds} seed{'' if n_seeds == 1 else 's'}")
-summary
+table(summary, index="variant", headers={"above the floor": "above the floor (nats)"})
 
 # %%
-fig = plots.final_losses(records, floor=floor, title=f"Final validation loss, every seed ({profile})")
+plots.show(
+    plots.final_losses(
+        records, floor=floor, title=f"Final validation loss ({profile})"
+    ),
+    "fig-central-final",
+    "Final validation loss on the fixed batches, one point per seed over a box per "
+    "variant. The dashed line is the floor of those batches.",
+    "Box and strip chart of final validation loss in nats for the four variants, one "
+    "point per seed, with a dashed floor line.",
+)
 
 # %% [markdown]
 # Every seed. Two claims are read from this table, and they can come apart: the
@@ -81,14 +124,27 @@ fig = plots.final_losses(records, floor=floor, title=f"Final validation loss, ev
 # (each FFNOnly run ends at the floor, within 0.05 nats either side).
 
 # %%
-per_seed = records.pivot_table(index="seed", columns="variant", values="final_val_loss")[analysis.variant_order(records)]
+per_seed = records.pivot_table(index="seed", columns="variant", values="final_val_loss")
+per_seed = per_seed[analysis.variant_order(records)]
 if "ffn_only" in per_seed:
-    per_seed["ffn_only at the floor"] = (per_seed["ffn_only"] - floor).abs() <= scorecard.FLOOR_TOL
-per_seed
+    per_seed["ffn_only at the floor"] = (
+        per_seed["ffn_only"] - floor
+    ).abs() <= scorecard.FLOOR_TOL
+table(per_seed, index="seed", caption="Final validation loss (nats) per seed")
 
 # %%
-fig = plots.loss_curves(analysis.curves(records, "val"), floor=floor,
-                        title="Validation loss on the fixed batches (mean ± std over seeds)")
+plots.show(
+    plots.loss_curves(
+        analysis.curves(records, "val"),
+        floor=floor,
+        title="Validation loss on the fixed batches",
+    ),
+    "fig-central-curves",
+    "Validation loss on the fixed batches during training (mean over seeds, band ±1 "
+    "std); the dashed line is the floor of those batches.",
+    "Line chart of validation loss in nats against training step for the four "
+    "variants, with a dashed floor line.",
+)
 
 # %% [markdown]
 # ## The gaps, with confidence intervals
@@ -97,8 +153,13 @@ fig = plots.loss_curves(analysis.curves(records, "val"), floor=floor,
 # bootstrap interval (scipy). With a single seed only the point difference is shown.
 
 # %%
-gaps = analysis.gap_table(records, [("ffn_only", "attn_only"), ("ffn_only", "no_residual"), ("attn_only", "full")])
+pairs = [("ffn_only", "attn_only"), ("ffn_only", "no_residual"), ("attn_only", "full")]
+gaps = analysis.gap_table(records, pairs)
 ffn = records.loc[records.variant == "ffn_only", "final_val_loss"]
 gaps.loc["ffn_only − floor", ["gap", "n_a"]] = [ffn.mean() - floor, len(ffn)]
-gaps
-
+gaps[["n_a", "n_b"]] = gaps[["n_a", "n_b"]].astype("Int64")
+table(
+    gaps,
+    index="difference",
+    headers={"gap": "gap (nats)", "n_a": "seeds (a)", "n_b": "seeds (b)"},
+)

@@ -32,10 +32,22 @@ import sys
 if "google.colab" in sys.modules:
     import subprocess
 
-    REPOSITORY, CHECKOUT = "https://github.com/residual-lib/partial-residual-ablations", "/content/residual-ablations"
-    subprocess.run(["git", "clone", "--quiet", "--depth", "1", REPOSITORY, CHECKOUT], check=False)
+    REPOSITORY, CHECKOUT = (
+        "https://github.com/residual-lib/partial-residual-ablations",
+        "/content/residual-ablations",
+    )
+    subprocess.run(
+        ["git", "clone", "--quiet", "--depth", "1", REPOSITORY, CHECKOUT], check=False
+    )
     subprocess.run([sys.executable, f"{CHECKOUT}/scripts/colab_install.py"], check=True)
     sys.path.insert(0, CHECKOUT)
+
+# %% [markdown] tags=["remove-cell"]
+# **Running this notebook.** It runs the `smoke` profile by default, training any record that is missing (minutes on a CPU).
+# The book shows the `cpu` profile: set `profile = "cpu"` and
+# `seeds = [1337, 42, 123, 7, 8]` in the next cell to see the same numbers; the repository's
+# committed `cpu` records are then read, not retrained. Headless, the same with papermill:
+# `papermill notebooks/07_mechanism.ipynb out.ipynb -p profile cpu -y "seeds: [1337, 42, 123, 7, 8]"`.
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"
@@ -46,25 +58,41 @@ results_dir = None
 train_missing = True
 
 # %%
-from IPython.display import Markdown
+from IPython.display import HTML, Markdown
 
 from residual_lib import analysis, paper, plots, scorecard
 from residual_lib.book import glue
 from residual_lib.sections import default_results_dir, ensure
+from residual_lib.tables import table
 
-records = ensure("07_mechanism", profile=profile, seeds=seeds, variants=variants, results_dir=results_dir,
-                 train_missing=train_missing, device=device)
+records = ensure(
+    "07_mechanism",
+    profile=profile,
+    seeds=seeds,
+    variants=variants,
+    results_dir=results_dir,
+    train_missing=train_missing,
+    device=device,
+)
 floor = records["eval_floor"].iloc[0]
-claims = paper.claims()
-Markdown(scorecard.verdict_block(results_dir or default_results_dir(), profile,
-                                 ["alpha_routing", "hidden_norm_growth", "mixer_test", "layer0_starved_attn_only",
-                                  "layer0_starved_ffn_only"]))
+claims = [
+    "alpha_routing",
+    "hidden_norm_growth",
+    "mixer_test",
+    "layer0_starved_attn_only",
+    "layer0_starved_ffn_only",
+]
+HTML(
+    scorecard.verdict_box(
+        results_dir or default_results_dir(), profile, claims, records=records
+    )
+)
 
 # %% [markdown]
 # The paper's reported values for this section:
 
 # %%
-paper.section(7)
+paper.section_view(7)
 
 # %% [markdown]
 # ## Attention diagonal mass α_tt: the routing prediction
@@ -77,15 +105,35 @@ paper.section(7)
 
 # %%
 attn = records[records.variant == "attn_only"].sort_values("seed")
-fig = plots.alpha_heatmap(analysis.alpha_matrix(attn.path.iloc[0]), title=f"AttnOnly, seed {attn.seed.iloc[0]}")
+plots.show(
+    plots.alpha_heatmap(
+        analysis.alpha_matrix(attn.path.iloc[0]),
+        title=f"AttnOnly, seed {attn.seed.iloc[0]}",
+    ),
+    "fig-alpha-heatmap",
+    f"Attention diagonal mass α_tt of AttnOnly (seed {attn.seed.iloc[0]}), per layer"
+    " and head: the share of attention each position puts on itself (1 would be pure"
+    " self-routing).",
+    "Heat map of alpha_tt values between 0 and 1, layers as rows and heads as columns, "
+    "each cell annotated with its value.",
+)
 
 # %%
-alpha = analysis.alpha_summary(records).groupby("variant")[["mean", "max_layer", "max_head"]].mean()
+alpha = (
+    analysis.alpha_summary(records)
+    .groupby("variant")[["mean", "max_layer", "max_head"]]
+    .mean()
+)
 alpha = alpha.reindex(analysis.variant_order(records)).rename(
-    columns={"mean": "mean α_tt", "max_layer": "best layer (mean over heads)", "max_head": "best head"})
-uniform = analysis.uniform_causal_alpha(int(analysis.read_record(attn.path.iloc[0])["config"]["profile"]["block_size"]))
-alpha.loc["uniform causal attention"] = uniform
-alpha.round(3)
+    columns={
+        "mean": "mean α_tt",
+        "max_layer": "best layer (mean over heads)",
+        "max_head": "best head",
+    }
+)
+block_size = analysis.read_record(attn.path.iloc[0])["config"]["profile"]["block_size"]
+alpha.loc["uniform causal attention"] = analysis.uniform_causal_alpha(int(block_size))
+table(alpha, index="variant")
 
 # %% [markdown]
 # ## Hidden-norm growth: which definition?
@@ -99,12 +147,20 @@ alpha.round(3)
 # them, so the verdict rests on the ordering, which needs no definition.
 
 # %%
-growth = analysis.growth_definitions(records[records.variant.isin(["attn_only", "ffn_only", "full"])])
-growth_table = growth.pivot_table(index="definition", columns="variant", values="value", sort=False)
-growth_table = growth_table[[v for v in ("attn_only", "ffn_only", "full") if v in growth_table]]
+growth = analysis.growth_definitions(
+    records[records.variant.isin(["attn_only", "ffn_only", "full"])]
+)
+growth_table = growth.pivot_table(
+    index="definition", columns="variant", values="value", sort=False
+)
+growth_table = growth_table[
+    [v for v in ("attn_only", "ffn_only", "full") if v in growth_table]
+]
 if {"attn_only", "ffn_only"} <= set(growth_table):
-    growth_table["attn_only > ffn_only"] = growth_table["attn_only"] > growth_table["ffn_only"]
-growth_table.round(2)
+    growth_table["attn_only > ffn_only"] = (
+        growth_table["attn_only"] > growth_table["ffn_only"]
+    )
+table(growth_table, index="definition", decimals=2)
 
 # %% [markdown]
 # ## Gradient starvation tracks collapse
@@ -115,16 +171,29 @@ growth_table.round(2)
 
 # %%
 layer0 = analysis.layer0_after(records[records.variant.isin(["attn_only", "ffn_only"])])
-layer0.pivot_table(index="seed", columns="variant", values="median").map(lambda v: f"{v:.1e}")
+table(
+    layer0.pivot_table(index="seed", columns="variant", values="median"),
+    index="seed",
+    caption="Block-0 gradient norm, median from 6% of training",
+)
 
 # %% tags=["hide-input"]
 med = layer0.groupby("variant")["median"].median()
 starved = {v: m < scorecard.LAYER0_ZERO for v, m in med.items()}
-premise = (f"AttnOnly's block 0 keeps a median gradient of {med.get('attn_only', float('nan')):.2g}; FFNOnly's "
-           f"is {med.get('ffn_only', float('nan')):.1g}. "
-           + ("The premise holds here: both are starved." if starved.get("attn_only") and starved.get("ffn_only")
-              else "The premise does not hold here: the variant that recovers is not starved."
-              if not starved.get("attn_only") else "Only AttnOnly is starved here."))
+premise = (
+    "AttnOnly's block 0 keeps a median gradient of"
+    f" {med.get('attn_only', float('nan')):.2g}; FFNOnly's is"
+    f" {med.get('ffn_only', float('nan')):.1g}. "
+    + (
+        "The premise holds here: both are starved."
+        if starved.get("attn_only") and starved.get("ffn_only")
+        else (
+            "The premise does not hold here: the variant that recovers is not starved."
+            if not starved.get("attn_only")
+            else "Only AttnOnly is starved here."
+        )
+    )
+)
 Markdown(premise)
 
 # %% [markdown]
@@ -137,32 +206,56 @@ Markdown(premise)
 # %%
 summary = analysis.variant_summary(records)
 summary["above the floor"] = summary["mean"] - floor
-summary
+table(summary, index="variant", headers={"above the floor": "above the floor (nats)"})
 
 # %%
-fig = plots.final_losses(records, floor=floor, title="AttnOnly, FFNOnly and the position-blind mixer")
+plots.show(
+    plots.final_losses(records, floor=floor, title="The position-blind mixer"),
+    "fig-mixer",
+    "Final validation loss per seed of AttnOnly, FFNOnly and the mixer (attention"
+    " replaced by a uniform average over earlier positions), with the floor of the"
+    " fixed batches dashed.",
+    "Box and strip chart of final validation loss in nats per variant, including the "
+    "mixer, with a dashed floor line.",
+)
 
 # %%
-analysis.gap_table(records, [("mixer", "attn_only"), ("ffn_only", "mixer")])
+table(
+    analysis.gap_table(records, [("mixer", "attn_only"), ("ffn_only", "mixer")]),
+    index="difference",
+    headers={"gap": "gap (nats)", "n_a": "seeds (a)", "n_b": "seeds (b)"},
+)
 
 # %% tags=["hide-input"]
 means = records.groupby("variant")["final_val_loss"].mean()
 if {"attn_only", "ffn_only", "mixer"} <= set(means.index):
-    closed = (means["ffn_only"] - means["mixer"]) / (means["ffn_only"] - means["attn_only"])
+    closed = (means["ffn_only"] - means["mixer"]) / (
+        means["ffn_only"] - means["attn_only"]
+    )
     glue("mixer_closed", f"{closed:.0%}")
-    alpha_near = alpha.loc["attn_only", "best layer (mean over heads)"] >= scorecard.ALPHA_NEAR_ONE
-    text = (f"The position-blind mixer closes {closed:.0%} of the gap between FFNOnly and AttnOnly. "
-            "The paper could not decide this test; under clean conditions it is decided here, as new evidence "
-            "rather than a reproduction. The mixer keeps AttnOnly's attention residual and replaces attention by "
-            "a uniform average of every earlier position: it cannot route by content, nor attend to the current "
-            "position in particular. "
-            + ("So learned, content-based routing is not needed for most of the recovery; cross-position mixing "
-               "of any kind, which a position-wise FFN lacks, goes most of the way. That fits the cross-position "
-               "part of the paper's hypothesis, not its α_tt ≈ 1 self-routing. The remaining gap to AttnOnly mixes "
-               "any routing effect with attention's general modelling advantage, which this test cannot separate."
-               if 0.5 <= closed else
-               "So most of the recovery needs attention's learned routing.")
-            + ("" if alpha_near else " α_tt far from 1 (above) points the same way."))
+    alpha_near = (
+        alpha.loc["attn_only", "best layer (mean over heads)"]
+        >= scorecard.ALPHA_NEAR_ONE
+    )
+    text = (
+        f"The position-blind mixer closes {closed:.0%} of the gap between FFNOnly and"
+        " AttnOnly. The paper could not decide this test; under clean conditions it is"
+        " decided here, as new evidence rather than a reproduction. The mixer keeps"
+        " AttnOnly's attention residual and replaces attention by a uniform average of"
+        " every earlier position: it cannot route by content, nor attend to the"
+        " current position in particular. "
+        + (
+            "So learned, content-based routing is not needed for most of the recovery;"
+            " cross-position mixing of any kind, which a position-wise FFN lacks, goes"
+            " most of the way. That fits the cross-position part of the paper's"
+            " hypothesis, not its α_tt ≈ 1 self-routing. The remaining gap to AttnOnly"
+            " mixes any routing effect with attention's general modelling advantage,"
+            " which this test cannot separate."
+            if 0.5 <= closed
+            else "So most of the recovery needs attention's learned routing."
+        )
+        + ("" if alpha_near else " α_tt far from 1 (above) points the same way.")
+    )
 else:
     text = "The mixer test needs attn_only, ffn_only and mixer records."
 Markdown(text)

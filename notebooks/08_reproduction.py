@@ -28,10 +28,22 @@ import sys
 if "google.colab" in sys.modules:
     import subprocess
 
-    REPOSITORY, CHECKOUT = "https://github.com/residual-lib/partial-residual-ablations", "/content/residual-ablations"
-    subprocess.run(["git", "clone", "--quiet", "--depth", "1", REPOSITORY, CHECKOUT], check=False)
+    REPOSITORY, CHECKOUT = (
+        "https://github.com/residual-lib/partial-residual-ablations",
+        "/content/residual-ablations",
+    )
+    subprocess.run(
+        ["git", "clone", "--quiet", "--depth", "1", REPOSITORY, CHECKOUT], check=False
+    )
     subprocess.run([sys.executable, f"{CHECKOUT}/scripts/colab_install.py"], check=True)
     sys.path.insert(0, CHECKOUT)
+
+# %% [markdown] tags=["remove-cell"]
+# **Running this notebook.** It runs the `smoke` profile by default, training any record that is missing (minutes on a CPU).
+# The book shows the `cpu` profile: set `profile = "cpu"` and
+# `seeds = [1337, 42, 123, 7, 8]` in the next cell to see the same numbers; the repository's
+# committed `cpu` records are then read, not retrained. Headless, the same with papermill:
+# `papermill notebooks/08_reproduction.ipynb out.ipynb -p profile cpu -y "seeds: [1337, 42, 123, 7, 8]"`.
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"
@@ -46,22 +58,38 @@ repro_variant = "attn_only"
 # %%
 import pandas as pd
 
-from IPython.display import Markdown
+from IPython.display import HTML
 
 from residual_lib import analysis, paper, scorecard
 from residual_lib.sections import default_results_dir, ensure
+from residual_lib.tables import table
 
-records = ensure("08_reproduction", profile=profile, seeds=seeds, variants=variants, results_dir=results_dir,
-                 train_missing=train_missing, device=device, repeats=repeats, repro_variant=repro_variant)
+records = ensure(
+    "08_reproduction",
+    profile=profile,
+    seeds=seeds,
+    variants=variants,
+    results_dir=results_dir,
+    train_missing=train_missing,
+    device=device,
+    repeats=repeats,
+    repro_variant=repro_variant,
+)
 claims = paper.claims()
-Markdown(scorecard.verdict_block(results_dir or default_results_dir(), profile,
-                                 ["intermediate_reproduction", "nondeterministic_repeats", "original_record"]))
+HTML(
+    scorecard.verdict_box(
+        results_dir or default_results_dir(),
+        profile,
+        ["intermediate_reproduction", "nondeterministic_repeats", "original_record"],
+        records=records,
+    )
+)
 
 # %% [markdown]
 # The paper's reported values for this section:
 
 # %%
-paper.section(8)
+paper.section_view(8)
 
 # %% [markdown]
 # ## Repeats of one seed
@@ -72,22 +100,48 @@ paper.section(8)
 
 # %%
 repeat_runs = records[(records.variant == repro_variant) & (records.seed == seeds[0])]
-table = repeat_runs[["deterministic", "replicate", "final_val_loss", "best_val_loss", "path"]].sort_values(
-    ["deterministic", "replicate"])
-table["device"] = [analysis.read_record(p)["provenance"]["device_name"] for p in table.path]
-table.drop(columns="path")
+repeat_table = repeat_runs[
+    ["deterministic", "replicate", "final_val_loss", "best_val_loss", "path"]
+]
+repeat_table = repeat_table.sort_values(["deterministic", "replicate"])
+repeat_table["device"] = [
+    analysis.read_record(p)["provenance"]["device_name"] for p in repeat_table.path
+]
+table(repeat_table.drop(columns="path"), decimals=4)
 
 # %%
-spread = repeat_runs.groupby("deterministic")["final_val_loss"].agg(["count", "min", "max", "std"])
+spread = repeat_runs.groupby("deterministic")["final_val_loss"].agg(
+    ["count", "min", "max", "std"]
+)
 spread["max − min"] = spread["max"] - spread["min"]
-spread
+table(
+    spread,
+    index="deterministic",
+    decimals=4,
+    headers={
+        "count": "runs",
+        "min": "min (nats)",
+        "max": "max (nats)",
+        "max − min": "max − min (nats)",
+    },
+)
 
 # %% [markdown]
 # ## The seed spread of the same configuration
 
 # %%
-seed_runs = records[(records.variant == repro_variant) & records.deterministic & (records.replicate == 0)]
-seed_runs.groupby("variant")["final_val_loss"].agg(["count", "mean", "std", "min", "max"])
+seed_runs = records[
+    (records.variant == repro_variant)
+    & records.deterministic
+    & (records.replicate == 0)
+]
+table(
+    seed_runs.groupby("variant")["final_val_loss"].agg(
+        ["count", "mean", "std", "min", "max"]
+    ),
+    index="variant",
+    headers={"count": "seeds", "min": "min (nats)", "max": "max (nats)"},
+)
 
 # %% [markdown]
 # ## Every comparison with the paper
@@ -98,18 +152,50 @@ seed_runs.groupby("variant")["final_val_loss"].agg(["count", "mean", "std", "min
 # its rule.
 
 # %%
-nondet = repeat_runs[~repeat_runs.deterministic].sort_values("replicate")["final_val_loss"].tolist()
+nondet = (
+    repeat_runs[~repeat_runs.deterministic]
+    .sort_values("replicate")["final_val_loss"]
+    .tolist()
+)
 rows = []
 for i, value in enumerate(claims[claims.claim == "nondeterministic_repeats"]["value"]):
-    rows.append({"quantity": f"non-deterministic repeat {i + 1}", "paper": value,
-                 "ours": nondet[i] if i < len(nondet) else None})
+    rows.append(
+        {
+            "quantity": f"non-deterministic repeat {i + 1}",
+            "paper": value,
+            "ours": nondet[i] if i < len(nondet) else None,
+        }
+    )
 inter = claims[claims.claim == "intermediate_reproduction"].iloc[0]
-rows.append({"quantity": f"{repro_variant} mean over seeds", "paper": inter["value"],
-             "ours": seed_runs["final_val_loss"].mean()})
-rows.append({"quantity": f"{repro_variant} std over seeds", "paper": inter["std"],
-             "ours": seed_runs["final_val_loss"].std()})
-central = analysis.variant_summary(records[records.deterministic & (records.replicate == 0)])
+rows.append(
+    {
+        "quantity": f"{repro_variant} mean over seeds",
+        "paper": inter["value"],
+        "ours": seed_runs["final_val_loss"].mean(),
+    }
+)
+rows.append(
+    {
+        "quantity": f"{repro_variant} std over seeds",
+        "paper": inter["std"],
+        "ours": seed_runs["final_val_loss"].std(),
+    }
+)
+central = analysis.variant_summary(
+    records[records.deterministic & (records.replicate == 0)]
+)
 for variant in ("attn_only", "ffn_only"):
-    ref = claims[(claims.claim == "asymmetry_10m") & (claims.variant == variant)].iloc[0]
-    rows.append({"quantity": f"{variant} central mean", "paper": ref["value"], "ours": central.loc[variant, "mean"]})
-pd.DataFrame(rows).assign(profile=profile).set_index("quantity")
+    ref = claims[(claims.claim == "asymmetry_10m") & (claims.variant == variant)].iloc[
+        0
+    ]
+    rows.append(
+        {
+            "quantity": f"{variant} central mean",
+            "paper": ref["value"],
+            "ours": central.loc[variant, "mean"],
+        }
+    )
+table(
+    pd.DataFrame(rows).assign(profile=profile),
+    headers={"paper": "the paper's (10M, nats)", "ours": "ours (nats)"},
+)

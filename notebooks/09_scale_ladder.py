@@ -32,10 +32,22 @@ import sys
 if "google.colab" in sys.modules:
     import subprocess
 
-    REPOSITORY, CHECKOUT = "https://github.com/residual-lib/partial-residual-ablations", "/content/residual-ablations"
-    subprocess.run(["git", "clone", "--quiet", "--depth", "1", REPOSITORY, CHECKOUT], check=False)
+    REPOSITORY, CHECKOUT = (
+        "https://github.com/residual-lib/partial-residual-ablations",
+        "/content/residual-ablations",
+    )
+    subprocess.run(
+        ["git", "clone", "--quiet", "--depth", "1", REPOSITORY, CHECKOUT], check=False
+    )
     subprocess.run([sys.executable, f"{CHECKOUT}/scripts/colab_install.py"], check=True)
     sys.path.insert(0, CHECKOUT)
+
+# %% [markdown] tags=["remove-cell"]
+# **Running this notebook.** It runs the `smoke` profile by default, training any record that is missing (minutes on a CPU).
+# The book shows the `cpu` profile: set `profile = "cpu"` and
+# `seeds = [1337, 42, 123, 7, 8]` in the next cell to see the same numbers; the repository's
+# committed `cpu` records are then read, not retrained. Headless, the same with papermill:
+# `papermill notebooks/09_scale_ladder.ipynb out.ipynb -p profile cpu -y "seeds: [1337, 42, 123, 7, 8]"`.
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"
@@ -46,14 +58,25 @@ results_dir = None
 train_missing = True
 
 # %%
+from IPython.display import Markdown
+
 from residual_lib import analysis, plots
 from residual_lib.book import glue
 from residual_lib.profiles import get_profile, ladder
 from residual_lib.sections import ensure, missing, plan
+from residual_lib.tables import table
 
 rungs = ladder(profile)
-records = ensure("09_scale_ladder", profile=profile, seeds=seeds, variants=variants, results_dir=results_dir,
-                 train_missing=train_missing, device=device, skip_missing=True)
+records = ensure(
+    "09_scale_ladder",
+    profile=profile,
+    seeds=seeds,
+    variants=variants,
+    results_dir=results_dir,
+    train_missing=train_missing,
+    device=device,
+    skip_missing=True,
+)
 absent = missing(plan("09_scale_ladder", profile, seeds, variants), results_dir)
 glue("ladder_rungs", ", ".join(rungs))
 
@@ -63,39 +86,71 @@ glue("ladder_rungs", ", ".join(rungs))
 # %%
 import pandas as pd
 
-pd.DataFrame([{"profile": r, "width": get_profile(r).n_embd, "layers": get_profile(r).n_layer,
-               "runs recorded": int((records["profile"] == r).sum()) if len(records) else 0}
-              for r in rungs]).set_index("profile")
+table(
+    pd.DataFrame(
+        [
+            {
+                "profile": r,
+                "width": get_profile(r).n_embd,
+                "layers": get_profile(r).n_layer,
+                "runs recorded": (
+                    int((records["profile"] == r).sum()) if len(records) else 0
+                ),
+            }
+            for r in rungs
+        ]
+    )
+)
 
 # %% [markdown]
 # Runs not recorded yet (make them with
 # `python -m residual_lib sweep notebooks/09_scale_ladder.py --profile <profile>`):
 
 # %%
-pd.DataFrame([{"run": s.label()} for s in absent]) if absent else "none: every rung is complete"
+(
+    table(pd.DataFrame([{"run": s.label()} for s in absent]))
+    if absent
+    else Markdown("None: every rung is complete.")
+)
 
 # %% [markdown]
 # ## Final validation loss per rung and variant (mean ± std over seeds)
 
 # %%
 if len(records):
-    summary = (records.groupby(["profile", "n_params", "variant"])["final_val_loss"]
-               .agg(["mean", "std", "count"]).rename(columns={"count": "seeds"}).reset_index()
-               .sort_values(["n_params", "variant"]))
+    summary = (
+        records.groupby(["profile", "n_params", "variant"])["final_val_loss"]
+        .agg(["mean", "std", "count"])
+        .rename(columns={"count": "seeds"})
+        .reset_index()
+        .sort_values(["n_params", "variant"])
+    )
 else:
-    summary = "no ladder records yet"
-summary
+    summary = pd.DataFrame()
+table(summary) if len(summary) else Markdown("No ladder records yet.")
 
 # %% [markdown]
 # ## The two gaps against model size
 
 # %%
 gaps = analysis.ladder_gaps(records) if len(records) else pd.DataFrame()
-gaps
+(
+    table(gaps, headers={"mean": "mean gap (nats)"})
+    if len(gaps)
+    else Markdown("No gap can be computed yet.")
+)
 
 # %%
 if len(gaps):
-    fig = plots.ladder(gaps)
+    plots.show(
+        plots.ladder(gaps),
+        "fig-ladder",
+        "The two gaps against model size, mean ± 1 std over seeds, one panel per gap;"
+        " each point is labelled with its profile and, in brackets, its number of"
+        " seeds. The dotted line is zero.",
+        "Two stacked charts of a gap in nats against parameter count on a log scale: "
+        "attn_only minus full, and ffn_only minus the floor, with error bars.",
+    )
 
 # %% [markdown]
 # ## The trend
@@ -104,32 +159,49 @@ if len(gaps):
 # change of the gap per tenfold increase in model size, with a 95% t interval.
 
 # %%
-points = analysis.ladder_gap_points(records) if len(records) else pd.DataFrame(columns=["gap"])
+points = (
+    analysis.ladder_gap_points(records)
+    if len(records)
+    else pd.DataFrame(columns=["gap"])
+)
 trend = analysis.ladder_trend(points)
-trend
+table(trend, headers={"slope_per_decade": "slope (nats per decade)"})
+
 
 # %% tags=["hide-input"]
-from IPython.display import Markdown
-
-
 def describe(gap: str) -> str:
     rows = gaps[gaps["gap"] == gap].sort_values("n_params") if len(gaps) else gaps
     if not len(rows):
         return f"{gap}: no rung has the runs for it yet."
-    values = "; ".join(f"{r.profile} ({r.n_params / 1e6:.2g}M, {r.seeds} seed(s)) {r.mean:+.3f}"
-                       + ("" if pd.isna(r.std) else f" ± {r.std:.3f}") for r in rows.itertuples())
+    values = "; ".join(
+        f"{r.profile} ({r.n_params / 1e6:.2g}M, {r.seeds} seed(s)) {r.mean:+.3f}"
+        + ("" if pd.isna(r.std) else f" ± {r.std:.3f}")
+        for r in rows.itertuples()
+    )
     fit = trend.set_index("gap").loc[gap]
     if pd.isna(fit.slope_per_decade):
         verdict = "too few rungs or seeds for a trend."
     else:
-        direction = ("no trend distinguishable from zero" if fit.ci_low <= 0 <= fit.ci_high
-                     else "it grows with size" if fit.slope_per_decade > 0 else "it shrinks with size")
-        verdict = (f"slope {fit.slope_per_decade:+.3f} nats per decade (95% CI [{fit.ci_low:+.3f}, "
-                   f"{fit.ci_high:+.3f}], p = {fit.p:.2g}): {direction}.")
+        direction = (
+            "no trend distinguishable from zero"
+            if fit.ci_low <= 0 <= fit.ci_high
+            else (
+                "it grows with size"
+                if fit.slope_per_decade > 0
+                else "it shrinks with size"
+            )
+        )
+        verdict = (
+            f"slope {fit.slope_per_decade:+.3f} nats per decade (95% CI"
+            f" [{fit.ci_low:+.3f}, {fit.ci_high:+.3f}], p = {fit.p:.2g}): {direction}."
+        )
     return f"{gap}: {values}; {verdict}"
 
 
-findings = {"attn_only - full": describe("attn_only - full"), "ffn_only - floor": describe("ffn_only - floor")}
+findings = {
+    "attn_only - full": describe("attn_only - full"),
+    "ffn_only - floor": describe("ffn_only - floor"),
+}
 glue("ladder_attn_finding", findings["attn_only - full"])
 glue("ladder_ffn_finding", findings["ffn_only - floor"])
 Markdown("\n".join(f"- {text}" for text in findings.values()))

@@ -46,10 +46,22 @@ import sys
 if "google.colab" in sys.modules:
     import subprocess
 
-    REPOSITORY, CHECKOUT = "https://github.com/residual-lib/partial-residual-ablations", "/content/residual-ablations"
-    subprocess.run(["git", "clone", "--quiet", "--depth", "1", REPOSITORY, CHECKOUT], check=False)
+    REPOSITORY, CHECKOUT = (
+        "https://github.com/residual-lib/partial-residual-ablations",
+        "/content/residual-ablations",
+    )
+    subprocess.run(
+        ["git", "clone", "--quiet", "--depth", "1", REPOSITORY, CHECKOUT], check=False
+    )
     subprocess.run([sys.executable, f"{CHECKOUT}/scripts/colab_install.py"], check=True)
     sys.path.insert(0, CHECKOUT)
+
+# %% [markdown] tags=["remove-cell"]
+# **Running this notebook.** It runs the `smoke` profile by default, training any record that is missing (minutes on a CPU).
+# The book shows the `cpu` profile: set `profile = "cpu"` and
+# `seeds = [1337, 42, 123, 7, 8]` in the next cell to see the same numbers; the repository's
+# committed `cpu` records are then read, not retrained. Headless, the same with papermill:
+# `papermill notebooks/10_ffn_escape.ipynb out.ipynb -p profile cpu -y "seeds: [1337, 42, 123, 7, 8]"`.
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"
@@ -61,57 +73,118 @@ train_missing = True
 
 # %%
 import pandas as pd
-from IPython.display import Markdown
+from IPython.display import HTML, Markdown
 from scipy import stats
 
 from residual_lib import analysis, plots, scorecard
 from residual_lib.book import glue
-from residual_lib.sections import ESCAPE_INIT_NOISE, ESCAPE_PROFILES, ensure, escape_condition, missing, plan
+from residual_lib.sections import (
+    ESCAPE_INIT_NOISE,
+    ESCAPE_PROFILES,
+    default_results_dir,
+    ensure,
+    escape_condition,
+    missing,
+    plan,
+)
+from residual_lib.tables import table
 
-records = ensure("10_ffn_escape", profile=profile, seeds=seeds, variants=variants, results_dir=results_dir,
-                 train_missing=train_missing, device=device, skip_missing=True)
+records = ensure(
+    "10_ffn_escape",
+    profile=profile,
+    seeds=seeds,
+    variants=variants,
+    results_dir=results_dir,
+    train_missing=train_missing,
+    device=device,
+    skip_missing=True,
+)
 absent = missing(plan("10_ffn_escape", profile, seeds, variants), results_dir)
-runs = analysis.escapes(records, scorecard.FLOOR_TOL) if len(records) else analysis.escapes(records.head(0), 0.05)
-runs["condition"] = [escape_condition(profile, p, g, n) for p, g, n in zip(runs.profile, runs.gain, runs.init_noise)]
-BASE, NUDGED = (escape_condition(profile, profile, 1.0, 0.0),
-                escape_condition(profile, profile, 1.0, ESCAPE_INIT_NOISE))
-ORDER = [BASE, NUDGED, *ESCAPE_PROFILES.get(profile, {}),
-         *sorted({c for c in runs.condition if c.startswith("gain")})]
+runs = analysis.escapes(
+    records if len(records) else records.head(0), scorecard.FLOOR_TOL
+)
+runs["condition"] = [
+    escape_condition(profile, p, g, n)
+    for p, g, n in zip(runs.profile, runs.gain, runs.init_noise)
+]
+BASE, NUDGED = (
+    escape_condition(profile, profile, 1.0, 0.0),
+    escape_condition(profile, profile, 1.0, ESCAPE_INIT_NOISE),
+)
+ORDER = [
+    BASE,
+    NUDGED,
+    *ESCAPE_PROFILES.get(profile, {}),
+    *sorted({c for c in runs.condition if c.startswith("gain")}),
+]
 floor = float(records["eval_floor"].iloc[0]) if len(records) else float("nan")
+HTML(
+    scorecard.verdict_box(
+        results_dir or default_results_dir(),
+        profile,
+        ["ffn_collapse_10m"],
+        records=records,
+    )
+)
 
 # %% [markdown]
 # Runs not recorded yet (make them with
 # `python -m residual_lib sweep notebooks/10_ffn_escape.py --profile <profile> --seeds ...`):
 
 # %%
-pd.DataFrame([{"run": s.label()} for s in absent]) if absent else "none: every run of this chapter is recorded"
+(
+    table(pd.DataFrame([{"run": s.label()} for s in absent]))
+    if absent
+    else Markdown("None: every run of this chapter is recorded.")
+)
 
 # %% [markdown]
 # ## Every run
 
 # %%
-shown = runs.assign(escape_step=runs.escape_step.map(lambda s: "—" if pd.isna(s) else f"{int(s):,}"))
-shown = shown[["condition", "seed", "final_val_loss", "below_floor", "escaped", "escape_step"]].rename(columns={
-    "final_val_loss": "final loss", "below_floor": "nats below the floor", "escape_step": "escape step"})
-shown.assign(order=shown.condition.map({c: i for i, c in enumerate(ORDER)})).sort_values(
-    ["order", "seed"]).drop(columns="order").set_index(["condition", "seed"]).round(4)
+shown = runs.assign(
+    escape_step=runs.escape_step.map(lambda s: "—" if pd.isna(s) else f"{int(s):,}"),
+    order=runs.condition.map({c: i for i, c in enumerate(ORDER)}),
+)
+shown = shown.sort_values(["order", "seed"])
+table(
+    shown[
+        ["condition", "seed", "final_val_loss", "below_floor", "escaped", "escape_step"]
+    ],
+    headers={"below_floor": "below the floor (nats)"},
+)
 
 # %% [markdown]
 # ## Escapes per condition
 
 # %%
-counts = runs.groupby("condition").agg(runs=("escaped", "size"), escaped=("escaped", "sum"),
-                                       seeds_escaping=("seed", lambda s: ", ".join(
-                                           str(x) for x in sorted(s[runs.loc[s.index, "escaped"]]))))
+counts = runs.groupby("condition").agg(
+    runs=("escaped", "size"),
+    escaped=("escaped", "sum"),
+    seeds_escaping=(
+        "seed",
+        lambda s: ", ".join(str(x) for x in sorted(s[runs.loc[s.index, "escaped"]])),
+    ),
+)
 counts = counts.reindex([c for c in ORDER if c in counts.index])
-counts
+table(counts, index="condition", headers={"seeds_escaping": "seeds that escape"})
 
 # %%
 if len(runs):
     curve = analysis.curves(runs, "val")
-    curve["condition"] = curve["key"].map(dict(zip(
-        [analysis.read_record(p)["key"] for p in runs.path], runs.condition)))
-    fig = plots.escape_curves(curve, floor, scorecard.FLOOR_TOL, ORDER)
+    curve["condition"] = curve["key"].map(
+        dict(zip([analysis.read_record(p)["key"] for p in runs.path], runs.condition))
+    )
+    plots.show(
+        plots.escape_curves(curve, floor, scorecard.FLOOR_TOL, ORDER),
+        "fig-escape-curves",
+        "FFNOnly's validation loss on the fixed batches, every seed, one panel per "
+        "condition. The dashed line is the floor of those batches; the grey band, "
+        f'±{scorecard.FLOOR_TOL} nats around it, counts as "at the floor".',
+        "Small multiple line charts, one per condition, of validation loss in nats"
+        " against training step for each seed, with a dashed floor line inside a grey"
+        " band.",
+    )
 
 # %% [markdown]
 # ## Seed or rounding?
@@ -121,43 +194,73 @@ if len(runs):
 
 # %% tags=["hide-input"]
 base, nudged = BASE, NUDGED
-pair = runs[runs.condition.isin([base, nudged])].pivot_table(index="seed", columns="condition", values="escaped",
-                                                             aggfunc="first")
+pair = runs[runs.condition.isin([base, nudged])].pivot_table(
+    index="seed", columns="condition", values="escaped", aggfunc="first"
+)
 findings = []
 if {base, nudged} <= set(pair.columns):
     pair = pair.dropna()
     flipped = pair[pair[base] != pair[nudged]]
-    findings.append(f"Of {len(pair)} seeds, {len(flipped)} change their outcome when their initial weights are "
-                    "nudged by 1e-6"
-                    + (f" (seeds {', '.join(str(s) for s in flipped.index)})" if len(flipped) else "") + ".")
-    same_setting = runs[runs.condition.isin([base, nudged]) & runs.seed.isin(pair.index)]
+    findings.append(
+        f"Of {len(pair)} seeds, {len(flipped)} change their outcome when their initial"
+        " weights are nudged by 1e-6"
+        + (
+            f" (seeds {', '.join(str(s) for s in flipped.index)})"
+            if len(flipped)
+            else ""
+        )
+        + "."
+    )
+    same_setting = runs[
+        runs.condition.isin([base, nudged]) & runs.seed.isin(pair.index)
+    ]
     k, n = int(same_setting.escaped.sum()), len(same_setting)
     if len(flipped):
         ci = stats.binomtest(k, n).proportion_ci(0.95)
-        findings.append("A seed's outcome is not stable under a perturbation of the size of a few roundings, so "
-                        "whether FFNOnly collapses is a probability, not a property of its seed: treating the "
-                        f"recorded and the nudged runs as draws of one setting, FFNOnly escapes in {k} of {n} "
-                        f"runs at `{profile}` ({k / n:.0%}; 95% Clopper-Pearson interval {ci.low:.0%} to "
-                        f"{ci.high:.0%}).")
+        findings.append(
+            "A seed's outcome is not stable under a perturbation of the size of a few"
+            " roundings, so whether FFNOnly collapses is a probability, not a property"
+            " of its seed: treating the recorded and the nudged runs as draws of one"
+            f" setting, FFNOnly escapes in {k} of {n} runs at {profile} ({k / n:.0%};"
+            f" 95% Clopper-Pearson interval {ci.low:.0%} to {ci.high:.0%})."
+        )
     else:
-        findings.append(f"Every seed keeps its outcome under the perturbation ({k} of {n} runs escape).")
+        findings.append(
+            f"Every seed keeps its outcome under the perturbation ({k} of {n} runs"
+            " escape)."
+        )
     edge = same_setting[(same_setting.below_floor - scorecard.FLOOR_TOL).abs() < 0.035]
     if len(edge):
-        findings.append(f"{len(edge)} of these runs end{'s' if len(edge) == 1 else ''} within 0.035 nats of the "
-                        "0.05-nat line ("
-                        + ", ".join(f"seed {r.seed}{' nudged' if r.init_noise else ''} {r.below_floor:.3f} below"
-                                    for r in edge.itertuples()) + "), so the counts depend on where it is drawn.")
+        findings.append(
+            f"{len(edge)} of these runs end{'s' if len(edge) == 1 else ''} within 0.035"
+            " nats of the 0.05-nat line ("
+            + ", ".join(
+                f"seed {r.seed}{' nudged' if r.init_noise else ''} {r.below_floor:.3f}"
+                " below"
+                for r in edge.itertuples()
+            )
+            + "), so the counts depend on where it is drawn."
+        )
 for condition in [c for c in ORDER if c not in (base, nudged)]:
     part = runs[runs.condition == condition]
     if len(part):
         seeds_out = sorted(part[part.escaped].seed)
-        findings.append(f"{condition.capitalize()}: {int(part.escaped.sum())} of {len(part)} "
-                        f"run{'' if len(part) == 1 else 's'} escape{'s' if len(part) == 1 else ''}"
-                        + (f" (seed{'' if len(seeds_out) == 1 else 's'} {', '.join(map(str, seeds_out))})"
-                           if seeds_out else "") + ".")
+        findings.append(
+            f"{condition.capitalize()}: {int(part.escaped.sum())} of {len(part)} "
+            f"run{'' if len(part) == 1 else 's'} escape{'s' if len(part) == 1 else ''}"
+            + (
+                f" (seed{'' if len(seeds_out) == 1 else 's'}"
+                f" {', '.join(map(str, seeds_out))})"
+                if seeds_out
+                else ""
+            )
+            + "."
+        )
     elif condition in ESCAPE_PROFILES.get(profile, {}):
         findings.append(f"{condition.capitalize()}: not recorded yet.")
-finding = " ".join(findings) if findings else "No escape-study records at this profile yet."
+finding = (
+    " ".join(findings) if findings else "No escape-study records at this profile yet."
+)
 glue("escape_finding", finding)
 Markdown(finding)
 
@@ -170,7 +273,21 @@ Markdown(finding)
 
 # %%
 layer0 = analysis.layer0_after(runs)
-layer0["condition"], layer0["escaped"] = runs.condition.to_numpy(), runs.escaped.to_numpy()
-parts = [c for c in ("median_attn", "median_mlp", "median_ln") if layer0[c].notna().any()]
-(layer0.dropna(subset=parts) if parts else layer0).groupby(["condition", "escaped"])[["median", *parts]].median().map(
-    lambda v: f"{v:.1e}") if len(layer0) else "no records"
+layer0["condition"], layer0["escaped"] = (
+    runs.condition.to_numpy(),
+    runs.escaped.to_numpy(),
+)
+parts = [
+    c for c in ("median_attn", "median_mlp", "median_ln") if layer0[c].notna().any()
+]
+by_outcome = (layer0.dropna(subset=parts) if parts else layer0).groupby(
+    ["condition", "escaped"]
+)
+(
+    table(
+        by_outcome[["median", *parts]].median().reset_index(),
+        headers={"median": "median, whole block"},
+    )
+    if len(layer0)
+    else Markdown("No records yet.")
+)

@@ -46,16 +46,31 @@ def pages(root: Path = ROOT) -> list[Path]:
 
 
 def _clean_executed(path: Path, source: str) -> None:
-    """Hide the cell papermill injected (its parameters are not content) and replace the
-    paths papermill stores in the notebook's metadata (the whole input notebook, the
-    building machine's output path) by the repository-relative ``source`` and output name."""
+    """Prepare an executed notebook for the site:
+
+    - remove the cell papermill injected (its parameters are not content);
+    - hide every code cell's input behind a toggle (results first; ``show-input`` keeps a
+      cell's code open);
+    - turn the caption, name and alt text :func:`residual_lib.plots.show` stored with a
+      figure's output into myst-nb's cell metadata, which renders it as a numbered figure;
+    - replace the paths papermill stores in the notebook's metadata (the whole input
+      notebook, the building machine's output path) by the repository-relative ``source``."""
     import nbformat
 
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
-        tags = cell.metadata.get("tags", [])
+        tags = list(cell.metadata.get("tags", []))
         if "injected-parameters" in tags and "remove-cell" not in tags:
-            cell.metadata["tags"] = [*tags, "remove-cell"]
+            tags.append("remove-cell")
+        if cell.cell_type == "code" and not {"remove-cell", "remove-input", "hide-input", "show-input"} & set(tags):
+            tags.append("hide-input")
+        if tags:
+            cell.metadata["tags"] = tags
+        for output in cell.get("outputs", []):
+            figure = output.get("metadata", {}).pop("residual_lib", None)
+            if figure:
+                cell.metadata["mystnb"] = {"figure": {"name": figure["name"], "caption": figure["caption"]},
+                                           "image": {"alt": figure["alt"]}}
     meta = nb.metadata.get("papermill")
     if meta is not None:
         meta["input_path"] = source
@@ -63,6 +78,18 @@ def _clean_executed(path: Path, source: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     nbformat.write(nb, tmp)
     os.replace(tmp, path)
+
+
+def _draw_static_figures(folder: Path) -> None:
+    """The diagrams the narrative pages show (no records involved), drawn as SVG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from . import plots
+
+    fig = plots.block_variants()
+    fig.savefig(folder / "block_variants.svg", format="svg", metadata={"Date": None})
+    plots.plt.close(fig)
 
 
 def recorded_seeds(results: Path, profile: str) -> list[int]:
@@ -110,6 +137,7 @@ def build(profile: str = "cpu", results_dir: str | os.PathLike | None = None, ro
     shutil.copytree(root / "_static", stage / "_static")  # the verdict colours (html_css_files)
     for page in (root / "book").glob("*.md"):
         shutil.copy2(page, stage / "book" / page.name)
+    _draw_static_figures(stage / "book")
     for page in pages(root):
         # the results folder relative to the page's folder (the notebook runs there), so that no
         # path of the building machine ends up in the page or its downloadable notebook

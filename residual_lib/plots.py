@@ -1,5 +1,11 @@
 """The book's figures, one function per figure (seaborn / matplotlib). Each returns the
-matplotlib Figure and draws only from the frames it is given."""
+matplotlib Figure and draws only from the frames it is given; :func:`show` displays one
+with its caption, cross-reference name and alt text.
+
+Figures are drawn 6.4 inches wide at 110 dpi and shown as 2x PNGs, so that they
+read at the book's column width on a laptop and stay sharp when a phone zooms them;
+legends sit outside the data, and losses are labelled in nats.
+"""
 
 from __future__ import annotations
 
@@ -10,47 +16,78 @@ import seaborn as sns
 
 from .analysis import variant_order
 
+WIDTH = 6.4  # inches
+DPI = 110  # 6.4 in x 110 = 704 CSS pixels: the book's text column at a laptop width
+sns.set_theme(context="notebook", style="whitegrid", font_scale=0.95)
+try:  # sharp PNGs in notebooks: twice the pixels at the same displayed size
+    from matplotlib_inline.backend_inline import set_matplotlib_formats
+
+    set_matplotlib_formats("retina")
+except ImportError:  # pragma: no cover - plain matplotlib without IPython
+    pass
+
+
+def show(fig: plt.Figure, name: str, caption: str, alt: str) -> None:
+    """Display ``fig`` as a numbered figure of the book: ``name`` is its cross-reference
+    target (``fig-...``), ``caption`` (MyST markdown) goes under it, ``alt`` is the text a
+    screen reader gives instead. The three travel in the output's metadata; the book build
+    moves them into the cell's ``mystnb`` metadata (:func:`residual_lib.book._clean_executed`).
+    In a plain notebook the figure simply displays."""
+    from IPython.display import display
+
+    if not name.startswith("fig-"):
+        raise ValueError(f"figure names start with 'fig-': {name!r}")
+    fig.set_dpi(DPI)
+    display(fig, metadata={"residual_lib": {"name": name, "caption": caption, "alt": alt}})
+    plt.close(fig)
+
+
+def _legend_outside(ax: plt.Axes, title: str | None = None) -> None:
+    """Move the axes' legend to the right of the data."""
+    if ax.get_legend() is not None:
+        sns.move_legend(ax, "upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, title=title)
+
 PALETTE = {"full": "#1b9e77", "attn_only": "#d95f02", "ffn_only": "#7570b3", "no_residual": "#666666",
            "mixer": "#e7298a"}
 
 
 def block_variants() -> plt.Figure:
-    """The four block variants: which identity paths each keeps."""
-    fig, axes = plt.subplots(1, 4, figsize=(11, 3.6))
+    """The four block variants: which identity paths each keeps (two by two)."""
+    fig, axes = plt.subplots(2, 2, figsize=(WIDTH, 6.6))
     specs = [("full", True, True), ("attn_only", True, False), ("ffn_only", False, True), ("no_residual", False, False)]
-    for ax, (name, attn_res, ffn_res) in zip(axes, specs):
-        ax.set_xlim(0, 4)
+    for ax, (name, attn_res, ffn_res) in zip(axes.flat, specs):
+        ax.set_xlim(0, 5)
         ax.set_ylim(0, 10)
         ax.axis("off")
-        ax.set_title(name, color=PALETTE[name], fontweight="bold")
-        boxes = [(8.4, "y"), (6.3, "FFN(LN2(·))"), (4.6, "h"), (2.5, "Attn(LN1(·))"), (0.8, "x")]
+        ax.set_title(name, color=PALETTE[name], fontweight="bold", fontsize=12)
+        boxes = [(9.0, "y"), (6.8, "FFN(LN2(·))"), (5.0, "h"), (2.9, "Attn(LN1(·))"), (0.8, "x")]
         for y, label in boxes:
             shaded = "(" in label
-            ax.text(1.6, y, label, ha="center", va="center", fontsize=9,
+            ax.text(1.9, y, label, ha="center", va="center", fontsize=11,
                     bbox=dict(boxstyle="round", fc="#eeeeee" if shaded else "white", ec="#333333"))
-        for y0, y1 in ((1.2, 2.1), (2.9, 4.2), (5.0, 5.9), (6.7, 8.0)):
-            ax.annotate("", (1.6, y1), (1.6, y0), arrowprops=dict(arrowstyle="->", color="#333333"))
-        for kept, (y0, y1) in ((attn_res, (0.8, 4.6)), (ffn_res, (4.6, 8.4))):
-            style = dict(arrowstyle="->", color=PALETTE[name] if kept else "#bbbbbb",
-                         linestyle="-" if kept else ":", connectionstyle="arc3,rad=-0.45", lw=2 if kept else 1)
-            ax.annotate("", (3.0, y1), (3.0, y0), arrowprops=style)
-            ax.text(3.55, (y0 + y1) / 2, "+ identity" if kept else "removed", rotation=90, va="center",
-                    fontsize=8, color=PALETTE[name] if kept else "#999999")
-    fig.suptitle("Pre-LN block variants: solid arcs are the identity paths that are kept", fontsize=10)
-    fig.tight_layout()
+        for y0, y1 in ((1.3, 2.4), (3.4, 4.5), (5.5, 6.3), (7.3, 8.5)):
+            ax.annotate("", (1.9, y1), (1.9, y0), arrowprops=dict(arrowstyle="->", color="#333333"))
+        for kept, (y0, y1) in ((attn_res, (0.8, 5.0)), (ffn_res, (5.0, 9.0))):
+            style = dict(arrowstyle="->", color=PALETTE[name] if kept else "#999999",
+                         linestyle="-" if kept else ":", connectionstyle="arc3,rad=-0.45", lw=2.2 if kept else 1.2)
+            ax.annotate("", (3.5, y1), (3.5, y0), arrowprops=style)
+            ax.text(4.35, (y0 + y1) / 2, "identity" if kept else "removed", rotation=90, va="center",
+                    ha="center", fontsize=10, color=PALETTE[name] if kept else "#666666")
+    fig.tight_layout(h_pad=1.5)
     return fig
 
 
 def loss_curves(curve: pd.DataFrame, value: str = "loss", floor: float | None = None, title: str = "",
-                ylabel: str = "validation loss") -> plt.Figure:
+                ylabel: str = "validation loss (nats)") -> plt.Figure:
     """Loss against step per variant; with several seeds, the mean and a band of +- 1 std."""
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(WIDTH, 3.8))
     sns.lineplot(data=curve, x="step", y=value, hue="variant", hue_order=variant_order(curve), palette=PALETTE,
                  errorbar="sd", ax=ax)
     if floor is not None:
-        ax.axhline(floor, color="black", ls="--", lw=1, label=f"unigram floor {floor:.3f}")
+        ax.axhline(floor, color="black", ls="--", lw=1, label=f"floor {floor:.3f}")
         ax.legend()
-    ax.set(ylabel=ylabel, title=title)
+    ax.set(ylabel=ylabel, xlabel="training step", title=title)
+    _legend_outside(ax)
     fig.tight_layout()
     return fig
 
@@ -59,82 +96,97 @@ def final_losses(frame: pd.DataFrame, value: str = "final_val_loss", floor: floa
                  title: str = "") -> plt.Figure:
     """Final validation loss per seed (points) over a box per variant."""
     order = variant_order(frame)
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(WIDTH, 3.8))
     sns.boxplot(data=frame, x="variant", y=value, order=order, color="#f2f2f2", fliersize=0, ax=ax)
     sns.stripplot(data=frame, x="variant", y=value, order=order, hue="variant", palette=PALETTE, size=7,
                   jitter=0.15, legend=False, ax=ax)
     if floor is not None:
-        ax.axhline(floor, color="black", ls="--", lw=1, label=f"unigram floor {floor:.3f}")
-        ax.legend(loc="lower right")
-    ax.set(ylabel="final validation loss", title=title)
+        ax.axhline(floor, color="black", ls="--", lw=1, label=f"floor {floor:.3f}")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.set(ylabel="final validation loss (nats)", xlabel="", title=title)
+    ax.tick_params(axis="x", labelrotation=15)
     fig.tight_layout()
     return fig
 
 
 def layer0_gradients(curve: pd.DataFrame, marker_step: int | None = None) -> plt.Figure:
     """Layer-0 gradient norm against step, log scale, per variant."""
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(WIDTH, 3.8))
     data = curve.assign(grad_norm_layer0=curve["grad_norm_layer0"].clip(lower=1e-12))
     sns.lineplot(data=data, x="step", y="grad_norm_layer0", hue="variant", hue_order=variant_order(curve),
                  palette=PALETTE, errorbar="sd", ax=ax)
     ax.set_yscale("log")
     if marker_step is not None:
         ax.axvline(marker_step, color="black", ls=":", lw=1)
-    ax.set(ylabel="layer-0 gradient norm (pre-clip)", title="Gradient reaching the first block")
+    ax.set(ylabel="block-0 gradient norm, pre-clip", xlabel="training step", title="Gradient reaching the first block")
+    _legend_outside(ax)
     fig.tight_layout()
     return fig
 
 
 def gain_curves(curve: pd.DataFrame, spread: pd.DataFrame, tolerance: float) -> plt.Figure:
     """Training loss per gain (top) and the spread across gains at each step (bottom)."""
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 6), sharex=True, height_ratios=(2, 1))
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(WIDTH, 5.6), sharex=True, height_ratios=(2, 1))
     sns.lineplot(data=curve, x="step", y="loss", hue="gain", palette="viridis", ax=top)
-    top.set(ylabel="training loss", title="Runtime gain g on every sublayer output")
-    bottom.plot(spread.step, spread.spread, color="black")
+    top.set(ylabel="training loss (nats)", title="Runtime gain g on every sublayer output")
+    _legend_outside(top, title="gain g")
+    bottom.plot(spread.step, spread.spread, color="black", label="spread")
     bottom.axhline(tolerance, color="red", ls="--", lw=1, label=f"tolerance {tolerance}")
-    bottom.set(ylabel="max - min across gains", yscale="log")
-    bottom.legend()
+    bottom.set(ylabel="max − min (nats)", xlabel="training step", yscale="log")
+    bottom.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     fig.tight_layout()
     return fig
 
 
 def eval_spread(estimates: pd.DataFrame) -> plt.Figure:
     """Random-batch evaluations of each final model around its fixed-batch loss."""
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(WIDTH, 3.8))
     order = variant_order(estimates)
     sns.stripplot(data=estimates, x="variant", y="deviation", order=order, hue="variant", palette=PALETTE,
                   jitter=0.2, alpha=0.7, legend=False, ax=ax)
     ax.axhline(0, color="black", lw=1)
-    ax.set(ylabel="random-batch estimate - fixed-batch loss", title="Evaluation noise of nanoGPT-style validation")
+    ax.set(ylabel="random − fixed batches (nats)", xlabel="", title="Evaluation noise of nanoGPT-style validation")
+    ax.tick_params(axis="x", labelrotation=15)
     fig.tight_layout()
     return fig
 
 
 def alpha_heatmap(matrix: np.ndarray, title: str = "") -> plt.Figure:
     """Attention diagonal mass alpha_tt, layers x heads."""
-    fig, ax = plt.subplots(figsize=(1.2 + 0.9 * matrix.shape[1], 1.0 + 0.6 * matrix.shape[0]))
-    sns.heatmap(matrix, vmin=0, vmax=1, annot=True, fmt=".2f", cmap="magma", cbar_kws={"label": "alpha_tt"}, ax=ax)
+    fig, ax = plt.subplots(figsize=(min(WIDTH, 1.6 + 1.0 * matrix.shape[1]), 1.2 + 0.7 * matrix.shape[0]))
+    sns.heatmap(matrix, vmin=0, vmax=1, annot=True, fmt=".2f", cmap="magma",
+                cbar_kws={"label": "α_tt (attention on its own position)"}, ax=ax)
     ax.set(xlabel="head", ylabel="layer", title=title)
     fig.tight_layout()
     return fig
 
 
+def _millions(n: float) -> str:
+    return f"{n / 1e6:.2f}M" if n < 1e7 else f"{n / 1e6:.0f}M"
+
+
 def ladder(table: pd.DataFrame) -> plt.Figure:
     """The scale ladder: each gap of :func:`residual_lib.analysis.ladder_gaps` against the
-    parameter count (log scale), mean +- 1 std over seeds, one panel per gap."""
+    parameter count (log scale), mean +- 1 std over seeds, one panel per gap, stacked."""
     gaps = list(dict.fromkeys(table["gap"]))
-    fig, axes = plt.subplots(1, max(1, len(gaps)), figsize=(5.2 * max(1, len(gaps)), 3.8), squeeze=False)
+    fig, axes = plt.subplots(max(1, len(gaps)), 1, figsize=(WIDTH, 3.0 * max(1, len(gaps))), squeeze=False,
+                             sharex=True)
     colors = {"attn_only - full": PALETTE["attn_only"], "ffn_only - floor": PALETTE["ffn_only"]}
-    for ax, gap in zip(axes[0], gaps):
+    ticks = sorted(set(table["n_params"]))
+    for ax, gap in zip(axes[:, 0], gaps):
         part = table[table["gap"] == gap].sort_values("n_params")
         ax.errorbar(part["n_params"], part["mean"], yerr=part["std"].fillna(0), marker="o", capsize=4,
                     color=colors.get(gap, "black"))
         for _, row in part.iterrows():
-            ax.annotate(f"{row['profile']}\n{row['seeds']} seed(s)", (row["n_params"], row["mean"]),
-                        textcoords="offset points", xytext=(6, 6), fontsize=8)
+            ax.annotate(f"{row['profile']} ({row['seeds']})", (row["n_params"], row["mean"]),
+                        textcoords="offset points", xytext=(0, -16), ha="center", fontsize=9, color="#333333")
         ax.axhline(0, color="black", lw=0.8, ls=":")
         ax.set_xscale("log")
-        ax.set(xlabel="parameters (non-embedding-position, tied head once)", ylabel=f"{gap} (nats)", title=gap)
+        ax.set_xticks(ticks, [_millions(n) for n in ticks])
+        ax.minorticks_off()
+        ax.margins(x=0.15, y=0.3)
+        ax.set(ylabel="gap (nats)", title=gap)
+    axes[-1, 0].set_xlabel("parameters (log scale); in brackets: seeds")
     fig.tight_layout()
     return fig
 
@@ -143,20 +195,23 @@ def escape_curves(curve: pd.DataFrame, floor: float, tolerance: float, order: li
     """FFNOnly's validation loss per seed, one panel per escape-study condition (``condition``
     column), with the floor of the evaluation batches and the band that counts as "at the floor"."""
     conditions = [c for c in order if c in set(curve["condition"])]
-    cols = min(3, len(conditions))
+    cols = min(2, len(conditions))
     rows = -(-len(conditions) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3 * rows), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(WIDTH, 2.6 * rows + 0.6), sharey=True, sharex=True, squeeze=False)
+    seeds = sorted(set(curve["seed"]))
+    palette = dict(zip(seeds, sns.color_palette("tab10", len(seeds))))
     for ax, condition in zip(axes.flat, conditions):
         part = curve[curve.condition == condition]
-        sns.lineplot(data=part, x="step", y="loss", hue="seed", palette="tab10", ax=ax, legend=ax is axes.flat[0])
+        sns.lineplot(data=part, x="step", y="loss", hue="seed", palette=palette, ax=ax, legend=False)
         ax.axhspan(floor - tolerance, floor + tolerance, color="#dddddd", zorder=0)
         ax.axhline(floor, color="black", ls="--", lw=1)
-        ax.set(title=condition, xlabel="step", ylabel="validation loss (nats)")
+        ax.set(title=condition, xlabel="training step", ylabel="val loss (nats)")
     for ax in list(axes.flat)[len(conditions):]:
         ax.axis("off")
     ymin = min(curve["loss"].min(), floor - 3 * tolerance)
     axes.flat[0].set_ylim(ymin - 0.05, floor + 0.25)
-    fig.suptitle(f"FFNOnly, every seed: the dashed line is the floor, the grey band ±{tolerance} nats", fontsize=10)
-    fig.tight_layout()
+    handles = [plt.Line2D([], [], color=palette[s], label=f"seed {s}") for s in seeds]
+    fig.legend(handles=handles, loc="lower center", ncol=min(5, len(seeds)), frameon=False,
+               bbox_to_anchor=(0.5, 0.0))
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig
-

@@ -496,18 +496,6 @@ TITLES = {
 }
 
 
-def verdict_block(results_dir: str | Path, profile: str, claims: list[str], table: pd.DataFrame | None = None) -> str:
-    """Markdown for a chapter: the verdict of each of ``claims`` at ``profile`` (rows of
-    :func:`build`), with what the records show and the rule, linking to the scorecard."""
-    table = build(results_dir, stand_in=profile) if table is None else table
-    rows = table[table.claim.isin(claims) & (table.profile == profile)]
-    lines = [f"**Verdicts at `{profile}`** (rules and every profile: [scorecard](../book/scorecard)):", ""]
-    for claim in claims:
-        for row in rows[rows.claim == claim].itertuples():
-            lines.append(f"- **{TITLES.get(claim, claim)}: {row.verdict}.** {row.ours}.")
-    return "\n".join(lines)
-
-
 #: Each verdict's symbol and short label in the verdict grid (a symbol as well as a colour,
 #: so the grid reads without colour too); the CSS classes are ``v-<slug>``.
 GRID_LABELS = {
@@ -538,11 +526,27 @@ def grid(table: pd.DataFrame, stand_in: str = "cpu") -> pd.DataFrame:
     return out
 
 
-def grid_html(frame: pd.DataFrame) -> str:
-    """:func:`grid` as an HTML table: each cell a symbol and a short label, classed by verdict."""
+def claim_anchor(claim: str) -> str:
+    """The id of a claim's block on the scorecard page."""
+    return "claim-" + claim.replace("_", "-")
+
+
+def badge(verdict: str) -> str:
+    """A verdict as an inline HTML badge: its symbol and label, coloured by verdict."""
     import html
 
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    symbol, label = GRID_LABELS[verdict]
+    return (f'<span class="verdict {verdict_slug(verdict)}" title="{html.escape(verdict)}">'
+            f'<span class="verdict-symbol" aria-hidden="true">{symbol}</span> {html.escape(label)}</span>')
+
+
+def grid_html(frame: pd.DataFrame, link: str = "scorecard.html") -> str:
+    """:func:`grid` as an HTML table: each cell a symbol and a short label, classed by
+    verdict; each claim links to its block on the scorecard page (``link``)."""
+    import html
+
+    ids = {title: claim for claim, title in TITLES.items()}
+    head = "".join(f'<th scope="col">{html.escape(str(c))}</th>' for c in frame.columns)
     rows = []
     for claim, verdicts in frame.iterrows():
         cells = []
@@ -553,6 +557,64 @@ def grid_html(frame: pd.DataFrame) -> str:
             symbol, label = GRID_LABELS[verdict]
             cells.append(f'<td class="verdict {verdict_slug(verdict)}" title="{html.escape(verdict)}">'
                          f'<span class="verdict-symbol" aria-hidden="true">{symbol}</span> {html.escape(label)}</td>')
-        rows.append(f"<tr><th scope=\"row\">{html.escape(claim)}</th>{''.join(cells)}</tr>")
-    return (f'<table class="verdict-grid" id="verdict-grid"><thead><tr><th>claim</th>{head}</tr></thead>'
-            f"<tbody>{''.join(rows)}</tbody></table>")
+        name = html.escape(str(claim))
+        if claim in ids:
+            name = f'<a href="{link}#{claim_anchor(ids[claim])}">{name}</a>'
+        rows.append(f"<tr><th scope=\"row\">{name}</th>{''.join(cells)}</tr>")
+    return (f'<div class="table-scroll"><table class="verdict-grid" id="verdict-grid"><thead><tr>'
+            f'<th scope="col">claim</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
+
+
+def claims_html(table: pd.DataFrame) -> str:
+    """Every claim of :func:`build` as a block that fits the text column: its title and
+    verdicts (always visible), then, expandable, the paper's statement and values, ours per
+    profile, and the rule. Each block's id is :func:`claim_anchor`."""
+    import html
+
+    blocks = []
+    for claim, rows in table.groupby("claim", sort=False):
+        first = rows.iloc[0]
+        verdicts = " ".join(f'<span class="claim-profile">{html.escape(r.profile)}</span> {badge(r.verdict)}'
+                            for r in rows.itertuples())
+        per_profile = "".join(
+            f"<tr><th scope=\"row\">{html.escape(r.profile)}</th><td>{badge(r.verdict)}</td>"
+            f"<td>{html.escape(str(r.ours))}</td><td>{html.escape(str(r.seeds))}</td></tr>"
+            for r in rows.itertuples())
+        rule = next((r for r in rows.rule if r), "")
+        note = f"<p><em>About the paper's values:</em> {html.escape(first.paper_note)}</p>" if first.paper_note else ""
+        blocks.append(
+            f'<details class="claim-block" id="{claim_anchor(claim)}">'
+            f'<summary><span class="claim-title">{html.escape(TITLES.get(claim, claim))}</span>'
+            f'<span class="claim-verdicts">{verdicts}</span></summary>'
+            f'<p><em>The paper (section {html.escape(str(first.section))}):</em> {html.escape(first.statement)}</p>'
+            f"<p><em>The paper's values:</em> {html.escape(first.paper)}</p>{note}"
+            f'<div class="table-scroll"><table class="claim-rows"><thead><tr><th scope="col">profile</th>'
+            f'<th scope="col">verdict</th><th scope="col">ours</th><th scope="col">seeds</th></tr></thead>'
+            f"<tbody>{per_profile}</tbody></table></div>"
+            + (f"<p><em>Rule:</em> {html.escape(rule)}</p>" if rule else "") + "</details>")
+    return f'<div class="claim-blocks" id="scorecard-claims">{"".join(blocks)}</div>'
+
+
+def verdict_box(results_dir: str | Path, profile: str, claims: list[str], records: pd.DataFrame | None = None,
+                table: pd.DataFrame | None = None) -> str:
+    """The box that opens a chapter: the verdict at ``profile`` of each of ``claims`` with
+    what the records show, each linking to its block on the scorecard page, and one line on
+    what the page shows (profile, seeds and number of records, from ``records``)."""
+    import html
+
+    table = build(results_dir, stand_in=profile) if table is None else table
+    rows = table[table.claim.isin(claims) & (table.profile == profile)]
+    items = []
+    for claim in claims:
+        for row in rows[rows.claim == claim].itertuples():
+            items.append(f'<li>{badge(row.verdict)} <a href="../book/scorecard.html#{claim_anchor(claim)}">'
+                         f"{html.escape(TITLES.get(claim, claim))}</a>. {html.escape(str(row.ours))}.</li>")
+    shown = ""
+    if records is not None and len(records):
+        seeds = ", ".join(str(s) for s in sorted(set(int(x) for x in records.seed)))
+        shown = (f'<p class="verdict-box-scope">This page shows the <code>{html.escape(profile)}</code> profile\'s '
+                 f"records: {len(records)} run(s), seed(s) {seeds}, read from <code>results/{html.escape(profile)}/"
+                 f"</code>. The verdict rules and the other profiles are on the "
+                 f'<a href="../book/scorecard.html">scorecard</a>.</p>')
+    return (f'<div class="verdict-box"><p class="verdict-box-title">Verdicts at <code>{html.escape(profile)}</code>'
+            f'</p><ul>{"".join(items)}</ul>{shown}</div>')

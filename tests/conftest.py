@@ -35,3 +35,40 @@ def char_corpus(data_dir):
     from residual_lib.data import load_corpus
 
     return load_corpus("shakespeare_char", data_dir)
+
+
+SMOKE_SEEDS = [1337, 42]
+
+
+@pytest.fixture(scope="session")
+def smoke_results(tmp_path_factory):
+    """Every section's runs at smoke, trained once by a sweep without notebooks."""
+    from residual_lib.sections import plan
+    from residual_lib.sweep import all_notebooks, sweep
+
+    notebooks = all_notebooks()
+    results = tmp_path_factory.mktemp("results")
+    report = sweep([str(p) for p in notebooks], profile="smoke", seeds=SMOKE_SEEDS, results_dir=results,
+                   run_notebooks=False, progress=False)
+    assert report.ok and report.cached == 0
+    expected = {s for p in notebooks for s in plan(p.stem, "smoke", SMOKE_SEEDS)}
+    assert len(report.trained) == len(expected)
+    return results
+
+
+@pytest.fixture(scope="session")
+def built_book(smoke_results, tmp_path_factory) -> Path:
+    """The site built from the smoke records in a temporary copy of the book's sources."""
+    import shutil
+
+    from residual_lib import book
+
+    root, tmp = Path(book.ROOT), tmp_path_factory.mktemp("site")
+    for name in ("_config.yml", "_toc.yml"):
+        shutil.copy(root / name, tmp / name)
+    shutil.copytree(root / "book", tmp / "book")
+    shutil.copytree(root / "_static", tmp / "_static")
+    shutil.copytree(root / "notebooks", tmp / "notebooks", ignore=shutil.ignore_patterns("*.ipynb", "__pycache__"))
+    index = book.build("smoke", smoke_results, root=tmp)
+    assert index.is_file()
+    return tmp / "_build" / "html"

@@ -290,11 +290,13 @@ def test_verdict_colours_meet_wcag_aa_contrast_in_light_and_dark_mode():
     css = (Path(__file__).resolve().parents[1] / "_static" / "verdicts.css").read_text()
     for dark in (False, True):
         prefix = 'html[data-theme="dark"] ' if dark else ""
-        text = re.search(re.escape(prefix) + r"td\.verdict \{ color: (#[0-9a-f]{6})", css).group(1)
+        text = re.search(re.escape(prefix) + r"\.verdict \{ color: (#[0-9a-f]{6})", css).group(1)
         for verdict in scorecard.VERDICTS:
             slug = scorecard.verdict_slug(verdict)
             rules = [m for m in re.finditer(r"([^{}]+)\{ background: (#[0-9a-f]{6}); \}", css)
-                     if f"td.{slug}" in m.group(1) and (m.group(1).strip().startswith("html[") == dark)]
+                     if m.group(1).strip().startswith("html[") == dark
+                     and f".{slug}" in [sel.strip().removeprefix('html[data-theme="dark"]').strip()
+                                        for sel in m.group(1).split(",")]]
             assert rules, (verdict, dark)
             back = rules[0].group(2)
             lighter, darker = sorted((_luminance(text), _luminance(back)), reverse=True)

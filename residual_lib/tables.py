@@ -1,0 +1,101 @@
+"""How the book shows a table: one formatting rule for every page.
+
+:func:`table` turns a data frame into a styled table with readable column headers, numbers
+to three decimals (very small or very large ones in scientific notation, so a gradient of
+4.5e-07 does not print as 0.000), ``—`` for a missing value and no pandas index. The
+rendered HTML sits in a box that scrolls sideways on its own when it is wider than the page
+(``_static/verdicts.css``), so a wide table never widens the page.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+import pandas as pd
+
+MISSING = "—"
+
+#: Readable headers for the record and analysis fields the pages show; any other name has
+#: its underscores replaced by spaces.
+HEADERS = {
+    "final_val_loss": "final val loss (nats)",
+    "best_val_loss": "best val loss (nats)",
+    "eval_floor": "floor (nats)",
+    "mean": "mean (nats)",
+    "std": "std (nats)",
+    "sem": "s.e.m. (nats)",
+    "boot_low": "bootstrap 95% CI low",
+    "boot_high": "bootstrap 95% CI high",
+    "ci_low": "Welch 95% CI low",
+    "ci_high": "Welch 95% CI high",
+    "n_params": "parameters",
+    "seeds": "seeds",
+    "variant": "variant",
+    "p_value": "p",
+    "median_attn": "median, attention",
+    "median_mlp": "median, MLP",
+    "median_ln": "median, LayerNorm",
+    "from_step": "from step",
+    "paper_note": "about the paper's values",
+}
+
+
+def header(name) -> str:
+    """The readable header of a column name."""
+    if not isinstance(name, str):
+        return str(name)
+    return HEADERS.get(name, name.replace("_", " "))
+
+
+def number(value, decimals: int = 3) -> str:
+    """One cell: ``—`` when missing, integers as they are (with thousands separators from
+    10,000), floats to ``decimals`` places, or in scientific notation when that would hide
+    them (below 10^-decimals in size) or make them long (10^6 and above)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA or value is pd.NaT:
+        return MISSING
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, numbers.Integral):
+        return f"{value:,}" if abs(value) >= 10_000 else str(value)
+    if isinstance(value, numbers.Real):
+        size = abs(float(value))
+        if size == 0:
+            return f"{0:.{decimals}f}"
+        if math.isinf(size):
+            return "∞" if value > 0 else "−∞"
+        if size < 10 ** -decimals or size >= 1e6:
+            return f"{value:.{max(decimals - 1, 1)}e}"
+        return f"{value:.{decimals}f}"
+    text = str(value)
+    return MISSING if text in ("", "nan", "NaN", "None") else text
+
+
+def table(frame: pd.DataFrame | pd.Series, headers: dict[str, str] | None = None, decimals: int = 3,
+          index: bool | str = False, caption: str | None = None):
+    """``frame`` as the book shows it (a pandas Styler; displays as HTML in a notebook).
+
+    ``headers`` renames columns on top of :data:`HEADERS`; ``index=True`` keeps the index as
+    the first column (named after it), a string names it; ``caption`` goes above the table."""
+    if isinstance(frame, pd.Series):
+        frame = frame.to_frame()
+    frame = frame.copy()
+    if index is not False:
+        name = index if isinstance(index, str) else (frame.index.name or "")
+        frame = frame.reset_index(names=[name] if frame.index.nlevels == 1 else None)
+    else:
+        frame = frame.reset_index(drop=True)
+    names = {**HEADERS, **(headers or {})}
+    frame.columns = [names.get(c, header(c)) if isinstance(c, str) else header(c) for c in frame.columns]
+    if frame.columns.duplicated().any():
+        raise ValueError(f"two columns share a header: {list(frame.columns)}; pass headers= to tell them apart")
+    text = frame.astype(object).map(lambda v: number(v, decimals))
+    styler = text.style.hide(axis="index").set_table_attributes('class="book-table"')
+    numeric = [c for c, dtype in zip(frame.columns, frame.dtypes) if pd.api.types.is_numeric_dtype(dtype)
+               and not pd.api.types.is_bool_dtype(dtype)]
+    if numeric:
+        styler = styler.set_properties(subset=numeric, **{"text-align": "right", "font-variant-numeric": "tabular-nums"})
+    if caption:
+        styler = styler.set_caption(caption)
+    return styler

@@ -1,0 +1,56 @@
+"""The book's table formatting: one rule for every page."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from residual_lib.tables import MISSING, number, table
+
+
+@pytest.mark.parametrize("value, text", [
+    (3.347312, "3.347"),
+    (-0.0571, "-0.057"),
+    (0.0, "0.000"),
+    (4.5e-7, "4.50e-07"),  # a starved gradient does not print as 0.000
+    (2.5e6, "2.50e+06"),
+    (float("nan"), MISSING),
+    (None, MISSING),
+    (pd.NA, MISSING),
+    (np.float32(1.25), "1.250"),
+    (7, "7"),
+    (np.int64(123456), "123,456"),
+    (True, "yes"),
+    (np.bool_(False), "no"),
+    ("cpu", "cpu"),
+    ("", MISSING),
+    (math.inf, "∞"),
+])
+def test_each_cell_is_formatted_by_one_rule(value, text):
+    assert number(value) == text
+
+
+def test_a_table_has_readable_headers_no_index_and_dashes_for_missing_values():
+    frame = pd.DataFrame({"final_val_loss": [1.81234, np.nan], "boot_low": [0.1, 0.2], "n_a": [5, 3]},
+                         index=pd.Index(["attn_only", "ffn_only"], name="variant"))
+    html = table(frame, index=True).to_html()
+    assert "final val loss (nats)" in html and "bootstrap 95% CI low" in html and "n a" in html
+    assert ">variant<" in html and ">attn_only<" in html  # the index, kept on request, as a named column
+    assert ">1.812<" in html and f">{MISSING}<" in html and "nan" not in html.lower()
+    plain = table(frame).to_html()
+    assert ">attn_only<" not in plain  # no pandas index unless asked for
+    assert 'class="book-table"' in plain
+
+
+def test_two_columns_with_one_header_are_refused():
+    frame = pd.DataFrame({"mean": [1.0], "mean (nats)": [2.0]})
+    with pytest.raises(ValueError, match="pass headers="):
+        table(frame)
+
+
+def test_decimals_and_a_caption_can_be_chosen():
+    html = table(pd.DataFrame({"floor": [3.34731]}), decimals=4, caption="Floors").to_html()
+    assert ">3.3473<" in html and "Floors" in html

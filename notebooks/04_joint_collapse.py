@@ -15,7 +15,7 @@
 # every evaluation, seed 1337), all three partial configurations collapse to the No-Residual
 # floor at both scales, with a layer-0 gradient norm of zero from step 300 onward for every
 # partial configuration while Full Residual keeps a clearly non-zero one. The paper's
-# numbers are in the table below, read from `residual_lib/paper_claims.csv`.
+# numbers are in the folded block below the verdicts, read from `residual_lib/paper_claims.csv`.
 #
 # **Here.** The same four variants, `random` evaluation mode, the first of the seeds below.
 
@@ -87,9 +87,6 @@ HTML(
         results_dir or default_results_dir(), profile, claims, records=shown
     )
 )
-
-# %% [markdown]
-# The paper's reported values for this section:
 
 # %%
 paper.section_view(4)

@@ -17,7 +17,7 @@
 # randomly sampled validation batches are noisy enough to confound comparisons; the
 # controlled runs use batches fixed once with seed 99,991. (c) Representation drift is
 # largest for AttnOnly, then FFNOnly, then Full Residual. The paper's numbers are in the
-# table below, read from `residual_lib/paper_claims.csv`.
+# folded block below the verdicts, read from `residual_lib/paper_claims.csv`.
 
 # %% tags=["remove-cell"]
 # In Colab: fetch this repository (code and run records) and install it, keeping Colab's torch.
@@ -90,9 +90,6 @@ HTML(
         records=records,
     )
 )
-
-# %% [markdown]
-# The paper's reported values for this section:
 
 # %%
 paper.section_view(5)

@@ -13,7 +13,7 @@
 #
 # **The paper's claim.** With fixed validation batches (drawn once, seed 99,991) and
 # deterministic training, AttnOnly recovers, seed after seed, at 10M, while FFNOnly collapses
-# to the No-Residual anchor. The paper's numbers are in the table below, read from
+# to the No-Residual anchor. The paper's numbers are in the folded block below the verdicts, read from
 # `residual_lib/paper_claims.csv`.
 #
 # **Here.** Every variant × seed below, `fixed` evaluation, deterministic mode.
@@ -76,9 +76,6 @@ HTML(
         results_dir or default_results_dir(), profile, claims, records=records
     )
 )
-
-# %% [markdown]
-# The paper's reported values for this section:
 
 # %%
 paper.section_view(6)

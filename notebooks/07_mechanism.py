@@ -19,7 +19,7 @@
 # position-blind MLP mixer run that the paper itself calls inconclusive because that
 # environment's AttnOnly baseline did not recover. The paper asks for the mixer test to be
 # rerun under clean sweep conditions: that is what this page does. The paper's numbers are
-# in the table below, read from `residual_lib/paper_claims.csv`.
+# in the folded block below the verdicts, read from `residual_lib/paper_claims.csv`.
 #
 # The `mixer` variant keeps AttnOnly's layout but replaces attention by a causal running
 # mean of a per-token MLP: it moves information across positions with fixed weights 1/t,
@@ -87,9 +87,6 @@ HTML(
         results_dir or default_results_dir(), profile, claims, records=records
     )
 )
-
-# %% [markdown]
-# The paper's reported values for this section:
 
 # %%
 paper.section_view(7)

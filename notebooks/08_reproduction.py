@@ -15,7 +15,7 @@
 # with each other; forcing deterministic algorithms removed that run-to-run variance, but an
 # intermediate reproduction over seeds 1337/42/123 landed far from the originally recorded
 # value, with a large seed spread, before the controlled 8-seed sweep recovered it. The
-# paper's numbers are in the table below, read from `residual_lib/paper_claims.csv`.
+# paper's numbers are in the folded block below the verdicts, read from `residual_lib/paper_claims.csv`.
 #
 # **Here.** Repeats of one configuration with and without deterministic algorithms, the
 # seed spread of the same configuration, and every comparison with the paper listed,
@@ -84,9 +84,6 @@ HTML(
         records=records,
     )
 )
-
-# %% [markdown]
-# The paper's reported values for this section:
 
 # %%
 paper.section_view(8)

@@ -43,9 +43,10 @@ def section(number: int | str) -> pd.DataFrame:
 
 
 def section_view(number: int | str):
-    """The paper's values for one section as the book shows them: a compact table (claim,
-    scale, variant, quantity, value ± std, seeds) and, in an expandable block below it, each
-    claim's statement and what the summary leaves unstated. Labelled as the paper's."""
+    """The paper's values for one section as the book shows them, in one expandable block
+    (the chapter's results come first): a compact table (claim, scale, variant, quantity,
+    value ± std, seeds), then each claim's statement and what the summary leaves unstated.
+    Labelled as the paper's."""
     import html
 
     from IPython.display import HTML
@@ -68,6 +69,6 @@ def section_view(number: int | str):
                      f"{html.escape(part.statement.iloc[0])}"
                      + (f" <em>{html.escape(notes)}</em>" if notes else "") + "</li>")
     statements = "".join(items)
-    return HTML(f'<div class="table-scroll">{values.to_html()}</div><details class="paper-statements">'
-                f"<summary>The paper's statements, and what its summary leaves unstated</summary>"
-                f"<ul>{statements}</ul></details>")
+    return HTML(f'<details class="paper-values"><summary>The paper\'s values for section {number} '
+                f"({len(rows)} reported values) and its statements</summary>"
+                f'<div class="table-scroll">{values.to_html()}</div><ul>{statements}</ul></details>')

@@ -5,8 +5,8 @@
     python -m residual_lib sweep notebooks/06_central.py --profile cpu --seeds 1337 42 123 [--jobs N]
                                  [--threads N] [--fuse K] [--compile] [--executor local|submitit] [--all]
     python -m residual_lib bench --profile cpu|paper-10m [--fuse K] [--steps N] [--json PATH]
-    python -m residual_lib book [--profile cpu]
-    python -m residual_lib summary [DIR] [--profile cpu]
+    python -m residual_lib book [--profile cpu] [--skip-bad]
+    python -m residual_lib summary [DIR] [--profile cpu] [--skip-bad]
 
 ``train`` prints the record's path as its last line (reusing an existing record with
 the same key unless ``--force``). Bad input ends with one line on stderr naming the
@@ -16,12 +16,16 @@ fix and exit status 2; nothing is written.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 from .data import DataError
 from .model import VARIANTS
 from .profiles import PROFILES, ProfileError, get_profile
-from .train import RunError, check_run, resolve_device, run
+from .records import RecordError
+from .train import RunError, check_run, check_seed, check_writable, resolve_device, run
+
+CLUSTERS = ("slurm", "local", "debug")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -50,6 +54,9 @@ def _build_parser() -> argparse.ArgumentParser:
     t.add_argument("--force", action="store_true", help="retrain even if the record exists")
     t.add_argument("--quiet", action="store_true", help="no progress output")
     t.add_argument("--compile", action="store_true", help="train through torch.compile")
+    t.add_argument("--checkpoint-every", type=int, default=None,
+                   help="save the run's state every N steps and resume from it if restarted (default: 250 for "
+                        "the paper profiles, none otherwise; 0 turns it off)")
 
     w = sub.add_parser("sweep", help="train what section notebooks need, then execute them with papermill")
     w.add_argument("notebooks", nargs="*", help="notebooks/NN_section.py files")
@@ -83,10 +90,15 @@ def _build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("book", help="execute every notebook from the records, then build the jupyter-book site")
     b.add_argument("--profile", default="cpu", help="profile whose records the chapters show (default cpu)")
     b.add_argument("--results", default=None, help="results directory (default results/ of this checkout)")
+    b.add_argument("--skip-bad", action="store_true",
+                   help="move bad record files aside (named on stderr; the sweep retrains them) and build without "
+                        "them, instead of stopping")
 
     s = sub.add_parser("summary", help="table of final validation losses per variant")
     s.add_argument("results", nargs="?", default="results", help="results directory (default results/)")
     s.add_argument("--profile", default=None, help="only this profile")
+    s.add_argument("--skip-bad", action="store_true", help="leave bad record files out (named on stderr) "
+                                                          "instead of stopping")
     s.add_argument("--all-conditions", action="store_true",
                    help="one row per condition (evaluation mode, gain, determinism) instead of the "
                         "controlled runs only")
@@ -96,18 +108,26 @@ def _build_parser() -> argparse.ArgumentParser:
 def _train(args) -> int:
     profile = get_profile(args.profile, max_iters=args.max_iters)
     check_run(args.variant, args.eval_mode, args.gain, args.init_noise)
+    check_seed(args.seed)
     if args.replicate < 0:
         raise RunError(f"replicate must be >= 0, got {args.replicate}: pass --replicate 0 or more")
+    if args.checkpoint_every is not None and args.checkpoint_every < 0:
+        raise RunError(f"--checkpoint-every must be >= 0, got {args.checkpoint_every}")
     device = resolve_device(args.device)
     path, trained = run(
         profile, args.variant, args.seed, eval_mode=args.eval_mode, gain=args.gain,
         deterministic=not args.nondeterministic, replicate=args.replicate, results_dir=args.out,
         force=args.force, device=device, data_dir=args.data_dir, progress=False if args.quiet else None,
-        compile=args.compile, init_noise=args.init_noise,
+        compile=args.compile, init_noise=args.init_noise, checkpoint_every=args.checkpoint_every,
     )
     from .records import read_record
 
     rec = read_record(path)
+    if rec.get("status") == "diverged":
+        print(f"{rec['variant']} seed {rec['seed']} ({rec['profile']}): DIVERGED at step {rec['diverged_at_step']} "
+              "(non-finite loss); the record says so and the pages leave it out of statistics")
+        print(path)
+        return 1
     how = (f"{rec['steps']} steps in {rec['wall_seconds']:.1f}s, {rec['tokens_per_second']:,.0f} tokens/s"
            if trained else "cached record")
     print(f"{rec['variant']} seed {rec['seed']} ({rec['profile']}, {rec['eval_mode']}): final val "
@@ -120,13 +140,21 @@ def _train(args) -> int:
 def _summary(args) -> int:
     import pandas as pd
 
-    from .records import controlled, load_records, summarize
+    from .records import controlled, diverged, load_records, summarize, usable
 
-    every = load_records(args.results)
+    if args.profile:
+        get_profile(args.profile)
+    every = load_records(args.results, skip_bad=args.skip_bad)
     if args.profile:
         every = every[every.profile == args.profile]
     if every.empty:
-        raise RunError(f"no run records under {args.results}: train some first (python -m residual_lib train ...)")
+        where = f"{args.results} for profile {args.profile}" if args.profile else args.results
+        raise RunError(f"no run records under {where}: train some first (python -m residual_lib train ...)")
+    for row in diverged(every).itertuples():
+        print(f"left out: {row.profile} {row.variant} seed {row.seed} diverged ({row.path})")
+    if usable(every).empty:
+        raise RunError(f"every run record under {args.results} is of a diverged run: nothing to summarise")
+    every = usable(every)
     # the same seeds under other conditions (gains, random batches, repeats) would blur the
     # seed-to-seed spread, so by default only the controlled runs are summarised
     frame = every if args.all_conditions else controlled(every)
@@ -154,6 +182,10 @@ def _sweep(args) -> int:
         check_run(variant, "fixed", 1.0)
     if args.executor not in ("local", "submitit"):
         raise RunError(f"unknown executor {args.executor!r}: choose local or submitit")
+    if args.cluster is not None and args.cluster not in CLUSTERS:
+        raise RunError(f"unknown cluster {args.cluster!r}: choose {', '.join(CLUSTERS)} (or leave it out)")
+    if args.cluster is not None and args.executor != "submitit":
+        raise RunError("--cluster is a submitit setting: add --executor submitit")
     for name in ("jobs", "threads", "fuse"):
         if getattr(args, name) is not None and getattr(args, name) <= 0:
             raise RunError(f"--{name} must be positive, got {getattr(args, name)}")
@@ -170,6 +202,8 @@ def _sweep(args) -> int:
           f"{len(report.failed_notebooks)} failed; {report.wall_seconds:.1f}s")
     for path in report.notebooks:
         print(f"  executed {path}")
+    for line in report.diverged:
+        print(f"  DIVERGED {line}")
     for label, message in report.failed_runs:
         print(f"  FAILED run {label}: {message}")
     for name, message in report.failed_notebooks:
@@ -187,6 +221,10 @@ def _bench(args) -> int:
     if args.warmup < 0:
         raise RunError(f"--warmup must be >= 0, got {args.warmup}")
     device = resolve_device(args.device)
+    if args.json:  # before the benchmark, not after it
+        from pathlib import Path
+
+        check_writable(Path(args.json).resolve().parent)
     result = bench(args.profile, fuse=args.fuse, steps=args.steps, warmup=args.warmup, device=device,
                    compile=args.compile, repeats=args.repeats)
     print(report(result))
@@ -203,9 +241,11 @@ def _book(args) -> int:
 
     get_profile(args.profile)
     try:
-        index = build(args.profile, args.results)
+        index = build(args.profile, args.results, skip_bad=args.skip_bad)
     except FileNotFoundError as exc:  # no records for this profile yet
         raise RunError(str(exc)) from None
+    except RecordError:
+        raise
     except subprocess.CalledProcessError:
         raise RunError("jupyter-book reported warnings or errors (shown above): fix them and rebuild") from None
     except Exception as exc:  # a notebook raised: papermill names the cell
@@ -215,17 +255,27 @@ def _book(args) -> int:
     return 0
 
 
+def _terminate(signum, frame):
+    raise KeyboardInterrupt  # SIGTERM (timeout, schedulers) stops as cleanly as Ctrl-C
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
+    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         return {"train": _train, "sweep": _sweep, "bench": _bench, "book": _book,
                 "summary": _summary}[args.command](args)
-    except (RunError, ProfileError, DataError) as exc:
+    except (RunError, ProfileError, DataError, RecordError) as exc:
         print(f"python -m residual_lib: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        import logging
+
+        logging.getLogger("asyncio").setLevel(logging.CRITICAL)  # a notebook's abandoned tasks: not news
         print("python -m residual_lib: interrupted; finished records are kept, rerun to continue", file=sys.stderr)
         return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -116,14 +116,34 @@ def recorded_seeds(results: Path, profile: str) -> list[int]:
     return chosen
 
 
+def check_records(results: Path, profile: str, skip_bad: bool = False) -> None:
+    """Validate every record the book would read before executing anything: a bad file
+    stops the build with one line per file (:class:`residual_lib.records.BadRecordsError`),
+    or, with ``skip_bad``, is moved aside (the sweep then retrains it)."""
+    from .records import BadRecordsError, load_records, quarantine
+
+    folder = results / profile
+    if not folder.is_dir():
+        return
+    try:
+        load_records(folder)
+    except BadRecordsError as exc:
+        if not skip_bad:
+            raise
+        for error in exc.errors:
+            quarantine(error.path, error.reason)
+
+
 def build(profile: str = "cpu", results_dir: str | os.PathLike | None = None, root: Path = ROOT,
-          builder: str = "html", seeds: list[int] | None = None) -> Path:
+          builder: str = "html", seeds: list[int] | None = None, skip_bad: bool = False) -> Path:
     """Execute every page from the records of ``profile`` (for ``seeds``, by default every
-    seed with a complete central sweep) and build the site; returns the index page."""
+    seed with a complete central sweep) and build the site; returns the index page. Every
+    record is validated first (:func:`check_records`)."""
     from .sections import default_results_dir
     from .sweep import execute_notebook
 
     results = Path(results_dir).resolve() if results_dir else default_results_dir()
+    check_records(results, profile, skip_bad)
     seeds = seeds or recorded_seeds(results, profile)
     if not seeds:
         raise FileNotFoundError(f"no complete central sweep under {results / profile}: run "

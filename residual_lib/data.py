@@ -60,13 +60,21 @@ def cache_dir() -> Path:
     return Path(os.environ.get("RESIDUAL_CACHE_DIR") or Path.home() / ".cache" / "residual_lib").expanduser()
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_bytes(path: Path, payload: bytes) -> None:
-    """Write ``payload`` to a temporary file beside ``path`` and rename it into place."""
+    """Write ``payload`` to a temporary file beside ``path`` and rename it into place, with
+    the permissions an ordinary file gets (``mkstemp``'s are owner-only)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(payload)
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -33,6 +33,7 @@ different masks per model, but not the masks a single run would draw.
 from __future__ import annotations
 
 import copy
+import hashlib
 import os
 import sys
 import time
@@ -47,7 +48,8 @@ from .data import load_corpus
 from .model import VARIANTS
 from .profiles import Profile, get_profile
 from .records import code_version, find_record, record_path, run_key, write_record
-from .train import RunError, RunState, check_run, determinism, is_log_step, lr_at, resolve_device, run_identity
+from .train import (CHECKPOINT_EVERY, RunError, RunState, check_run, check_seed, checkpoint_path, cpu_threads,
+                    determinism, is_log_step, load_checkpoint, lr_at, resolve_device, run_identity, save_checkpoint)
 
 
 @dataclass(frozen=True)
@@ -198,9 +200,13 @@ def train_fused(
     data_dir: str | os.PathLike | None = None,
     progress: bool | None = None,
     compile: bool = False,
+    checkpoint: str | os.PathLike | None = None,
+    checkpoint_every: int | None = None,
 ) -> list[dict]:
     """Train ``runs`` (same profile, one shape: see :func:`fuse_groups`) together and
-    return their records, in order (not written; see :func:`run_fused`)."""
+    return their records, in order (not written; see :func:`run_fused`). With
+    ``checkpoint`` and ``checkpoint_every`` the group saves its state every N steps and
+    resumes from it (see :mod:`residual_lib.train`)."""
     started = time.perf_counter()
     code_version()
     profile = get_profile(profile) if isinstance(profile, str) else profile
@@ -214,25 +220,39 @@ def train_fused(
                        "(mixer runs apart from the others): split them with residual_lib.fused.fuse_groups")
     device = resolve_device(device)
     corpus = load_corpus(profile.dataset, data_dir)
-    with determinism(runs[0].deterministic):
+    for r in runs:
+        check_seed(r.seed)
+    with determinism(runs[0].deterministic), cpu_threads(device, runs[0].deterministic):
         states = [RunState(profile, corpus, r.variant, r.seed, r.eval_mode, r.gain, r.deterministic, r.replicate,
                            device, progress=False, init_noise=r.init_noise) for r in runs]
         trainer = FusedTrainer(states, compile=compile)
+        checkpoint = Path(checkpoint) if checkpoint is not None and checkpoint_every else None
+        first, train_seconds, before = load_checkpoint(checkpoint, states, trainer.optimizer, trainer.params)
+        started -= before
         interactive = sys.stderr.isatty() if progress is None else progress
         bar = None
         if interactive:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=profile.max_iters, desc=f"{len(runs)} fused runs", leave=False, dynamic_ncols=True)
-        train_seconds = 0.0
-        for step in range(profile.max_iters):
+            bar = tqdm(total=profile.max_iters, initial=first, desc=f"{len(runs)} fused runs", leave=False,
+                       dynamic_ncols=True)
+        for step in range(first, profile.max_iters):
             if step % profile.eval_interval == 0:
                 trainer.sync()
                 for state in states:
                     state.record_eval(step)
+            if all(state.diverged_at is not None for state in states):
+                break
             t0 = time.perf_counter()
-            trainer.step(step, is_log_step(step, profile))
+            log = is_log_step(step, profile)
+            trainer.step(step, log)
             train_seconds += time.perf_counter() - t0
+            if log:  # a diverged model's slice stays NaN without touching the others'
+                for state in states:
+                    state.check_divergence(step)
+            if checkpoint is not None and (step + 1) % checkpoint_every == 0 and step + 1 < profile.max_iters:
+                save_checkpoint(checkpoint, step + 1, states, trainer.optimizer, trainer.params, train_seconds,
+                                time.perf_counter() - started)
             if bar is not None:
                 bar.update(1)
         if bar is not None:
@@ -267,10 +287,20 @@ def run_fused(
         else:
             out.append(None)
             todo.append(r)
-    records = iter(train_fused(profile, todo, **train_kwargs)) if todo else iter(())
+    every = train_kwargs.pop("checkpoint_every", None)
+    every = CHECKPOINT_EVERY.get(profile.name) if every is None else every
+    keys = [run_key(run_identity(profile, r.variant, r.seed, r.eval_mode, r.gain, r.deterministic, r.replicate,
+                                 r.init_noise)) for r in todo]
+    saved = checkpoint_path(results_dir, profile.name,
+                            f"fused{len(todo)}_" + hashlib.sha256(",".join(keys).encode()).hexdigest()[:16])
+    if force:
+        saved.unlink(missing_ok=True)
+    records = iter(train_fused(profile, todo, checkpoint=saved if every else None, checkpoint_every=every or None,
+                               **train_kwargs)) if todo else iter(())
     for i, slot in enumerate(out):
         if slot is None:
             record = next(records)
             path = record_path(results_dir, profile.name, record["variant"], record["seed"], record["key"])
             out[i] = (write_record(record, path), True)
+    saved.unlink(missing_ok=True)
     return out

@@ -2,10 +2,30 @@
 
 A run is identified by its *key*, a hash of everything that determines its result
 (the profile's fields, variant, seed, evaluation mode, gain, determinism and a
-replicate index). The device is recorded under ``provenance`` but is not part of the
-key, so records made on a GPU answer the same request made on a CPU.
+replicate index: :func:`run_identity`). The device is recorded under ``provenance`` but
+is not part of the key, so records made on a GPU answer the same request made on a CPU.
 
 Records live at ``<results>/<profile>/<variant>_seed<seed>_<key>.json``.
+
+**The schema.** A record is strict JSON (no ``NaN``: a non-finite number is written as
+``null``) with every field of :data:`REQUIRED`; ``schema_version`` says which fields it
+has (records without it are version 1 and have all of version 2 but ``status``, read as
+``ok``). ``status`` is ``ok`` or ``diverged`` (a non-finite training loss, at
+``diverged_at_step``; the trainer stops such a run and its losses are ``null``).
+
+**Reading.** :func:`validate_record` checks a record file: it parses as strict JSON, has
+every required field with a value of the right kind, and its key, profile, variant and
+seed agree with its file name and folder, the key being recomputed from the record's own
+configuration. Readers never trust a file that fails: :func:`find_record` (what the
+trainer and the sweep use to decide what is cached) moves it aside to
+``<name>.json.bad`` (never deleting it) and reports it in one line, so the run is
+trained again; :func:`load_records` (what the chapters, the scorecard, ``summary`` and
+``book`` read) raises :class:`BadRecordsError` naming every bad file, unless told to
+skip them.
+
+**Claims.** A process about to train a run first claims it (:func:`claim`: an exclusive
+``.<name>.claim`` file holding its process id and host), so two sweeps on one results
+folder split the work; a claim whose process has died is taken over.
 """
 
 from __future__ import annotations
@@ -13,23 +33,78 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
 import os
 import platform
+import socket
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pandas as pd
 
 from .data import atomic_write_bytes
 
+#: Part of every run key (changing it would change every key): the identity's format.
 RECORD_VERSION = 1
+#: The record content's format: 2 added ``status`` and ``diverged_at_step``.
+SCHEMA_VERSION = 2
+STATUSES = ("ok", "diverged")
+
+#: Fields every record has, with the kind of value each holds.
+REQUIRED = {
+    "record_version": int, "key": str, "profile": str, "variant": str, "seed": int, "eval_mode": str,
+    "gain": (int, float), "deterministic": bool, "replicate": int, "config": dict, "curves": dict,
+    "final_val_loss": (int, float, type(None)), "best_val_loss": (int, float, type(None)), "n_params": int,
+    "steps": int, "provenance": dict,
+}
 
 #: Scalar fields copied into :func:`load_records`' frame, in this order.
 SCALARS = (
     "key", "profile", "variant", "seed", "eval_mode", "gain", "deterministic", "replicate", "init_noise",
-    "final_val_loss", "best_val_loss", "unigram_floor", "eval_floor", "n_params", "steps",
+    "status", "final_val_loss", "best_val_loss", "unigram_floor", "eval_floor", "n_params", "steps",
     "wall_seconds", "tokens_per_second",
 )
+
+
+class RecordError(ValueError):
+    """A record file that cannot be trusted; the message names the file and the reason."""
+
+    def __init__(self, path: str | os.PathLike, reason: str):
+        self.path, self.reason = Path(path), reason
+        super().__init__(f"bad run record {path}: {reason}")
+
+
+class BadRecordsError(RecordError):
+    """Several bad record files, one line each."""
+
+    def __init__(self, errors: list[RecordError]):
+        self.errors = errors
+        ValueError.__init__(self, f"{len(errors)} bad run record(s):\n" + "\n".join(f"  {e}" for e in errors)
+                            + "\nmove them aside (or delete them) and rerun the sweep to retrain them, or pass "
+                              "--skip-bad to leave them out")
+
+
+def run_identity(
+    profile, variant: str, seed: int, eval_mode: str, gain: float, deterministic: bool, replicate: int,
+    init_noise: float = 0.0,
+) -> dict:
+    """Everything that determines a run's result; its hash is the run's key. ``profile`` is a
+    :class:`residual_lib.profiles.Profile` or its dict (as records store it). ``init_noise``
+    enters only when it is not zero, so runs without it keep the keys they always had."""
+    identity = {
+        "profile": profile.to_dict() if hasattr(profile, "to_dict") else dict(profile),
+        "variant": variant,
+        "seed": int(seed),
+        "eval_mode": eval_mode,
+        "gain": float(gain),
+        "deterministic": bool(deterministic),
+        "replicate": int(replicate),
+    }
+    if init_noise:
+        identity["init_noise"] = float(init_noise)
+    return identity
 
 
 def run_key(identity: dict) -> str:
@@ -38,48 +113,299 @@ def run_key(identity: dict) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+def record_key(rec: dict) -> str:
+    """The key ``rec``'s own configuration hashes to."""
+    return run_key(run_identity(rec["config"]["profile"], rec["variant"], rec["seed"], rec["eval_mode"], rec["gain"],
+                                rec["deterministic"], rec["replicate"], rec.get("init_noise") or 0.0))
+
+
 def record_path(results_dir: str | os.PathLike, profile: str, variant: str, seed: int, key: str) -> Path:
     return Path(results_dir) / profile / f"{variant}_seed{seed}_{key}.json"
 
 
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not strict JSON")
+
+
+def validate_record(path: str | os.PathLike) -> dict:
+    """The record at ``path``, checked (see the module docstring); raises :class:`RecordError`."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise RecordError(path, "not valid JSON (not UTF-8 text)") from None
+    except OSError as exc:
+        raise RecordError(path, f"unreadable ({exc.strerror or exc.__class__.__name__})") from None
+    if not text.strip():
+        raise RecordError(path, "empty file")
+    try:
+        rec = json.loads(text, parse_constant=_reject_constant)
+    except ValueError as exc:
+        raise RecordError(path, f"not valid JSON ({str(exc).splitlines()[0]})") from None
+    if not isinstance(rec, dict):
+        raise RecordError(path, "not a JSON object")
+    absent = [name for name in REQUIRED if name not in rec]
+    if absent:
+        raise RecordError(path, f"missing field(s) {', '.join(absent)}")
+    for name, kind in REQUIRED.items():
+        value = rec[name]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise RecordError(path, f"field {name} holds {type(value).__name__} {str(value)[:40]!r}")
+    status = rec.get("status", "ok")
+    if status not in STATUSES:
+        raise RecordError(path, f"unknown status {status!r}")
+    if status == "ok":
+        for name in ("final_val_loss", "best_val_loss"):
+            if rec[name] is None or not math.isfinite(rec[name]):
+                raise RecordError(path, f"{name} is {rec[name]} in a run whose status is ok")
+    expected = f"{rec['variant']}_seed{rec['seed']}_{rec['key']}.json"
+    if path.name != expected:
+        raise RecordError(path, f"its content ({rec['profile']} {rec['variant']} seed {rec['seed']}, key "
+                                f"{rec['key']}) belongs in {expected}")
+    if path.parent.name != rec["profile"]:
+        raise RecordError(path, f"a {rec['profile']} record in the folder {path.parent.name}/")
+    try:
+        key = record_key(rec)
+    except (KeyError, TypeError, ValueError):
+        raise RecordError(path, "config.profile is missing or malformed") from None
+    if key != rec["key"]:
+        raise RecordError(path, f"its configuration hashes to key {key}, not {rec['key']}")
+    return rec
+
+
+def quarantine(path: str | os.PathLike, reason: str) -> Path:
+    """Move a bad record aside (``<name>.bad``, or ``<name>.bad.N``), reporting it in one line."""
+    path = Path(path)
+    target = path.with_name(path.name + ".bad")
+    n = 1
+    while target.exists():
+        target, n = path.with_name(f"{path.name}.bad.{n}"), n + 1
+    os.replace(path, target)
+    print(f"residual_lib: bad run record {path}: {reason}; moved aside to {target.name}, the run will be trained "
+          "again", file=sys.stderr, flush=True)
+    return target
+
+
 def find_record(results_dir: str | os.PathLike, profile: str, key: str) -> Path | None:
-    """The record with ``key`` under ``results_dir/profile``, if there is one."""
-    matches = sorted((Path(results_dir) / profile).glob(f"*_{key}.json"))
-    return matches[0] if matches else None
+    """The valid record with ``key`` under ``results_dir/profile``, if there is one; a file
+    with that key that fails :func:`validate_record` is quarantined and does not count."""
+    found = None
+    for path in sorted((Path(results_dir) / profile).glob(f"*_{key}.json")):
+        try:
+            validate_record(path)
+        except RecordError as exc:
+            quarantine(path, exc.reason)
+            continue
+        found = found or path
+    return found
+
+
+# --------------------------------------------------------------------------- claims
+
+
+def _start_time(pid: int) -> str | None:
+    """The kernel's start time of process ``pid`` (Linux), telling a live process from a new
+    one that reuses a dead one's id; None where /proc is not available."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _alive(owner: dict) -> bool:
+    if owner.get("host") != socket.gethostname():
+        return True  # another machine's process: assume it lives (remove the claim file if it does not)
+    pid = owner.get("pid")
+    if not isinstance(pid, int):
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    started = owner.get("started")
+    return started is None or _start_time(pid) in (None, started)
+
+
+def claim_path(record: Path) -> Path:
+    return record.with_name(f".{record.stem}.claim")
+
+
+def try_claim(record: str | os.PathLike) -> bool:
+    """Claim the run whose record goes to ``record`` for this process: True if it now holds
+    the claim, False if a live process holds it. A claim whose owner has died is taken over."""
+    path = claim_path(Path(record))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    me = {"pid": os.getpid(), "host": socket.gethostname(), "started": _start_time(os.getpid()),
+          "since": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    for _ in range(3):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            try:
+                owner = json.loads(path.read_text() or "{}")
+            except (OSError, ValueError):
+                owner = {}  # being written this instant, or garbage
+                if time.time() - _mtime(path) < 5:
+                    return False
+            if owner.get("pid") == os.getpid() and owner.get("host") == me["host"]:
+                return True
+            if _alive(owner):
+                return False
+            # take the stale claim over: only one process can rename it away
+            try:
+                os.replace(path, path.with_name(f"{path.name}.stale.{os.getpid()}"))
+                path.with_name(f"{path.name}.stale.{os.getpid()}").unlink()
+            except FileNotFoundError:
+                pass
+            continue
+        with os.fdopen(fd, "w") as f:
+            json.dump(me, f)
+        return True
+    return False
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def release_claim(record: str | os.PathLike) -> None:
+    """Give up this process's claim on a run (a claim of another process is left alone)."""
+    path = claim_path(Path(record))
+    try:
+        owner = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return
+    if owner.get("pid") == os.getpid() and owner.get("host") == socket.gethostname():
+        path.unlink(missing_ok=True)
+
+
+class claim_run:
+    """``with claim_run(record_path, wait=True) as mine:`` -- hold the run's claim for the
+    block (``mine`` True), or, when another live process holds it, wait until its record
+    appears (``mine`` False) or its claim goes stale (then take it over). ``enabled=False``
+    holds nothing and yields True."""
+
+    def __init__(self, record: str | os.PathLike, wait: bool = True, enabled: bool = True, poll: float = 2.0):
+        self.record, self.wait, self.enabled, self.poll = Path(record), wait, enabled, poll
+        self.held = False
+
+    def __enter__(self) -> bool:
+        if not self.enabled:
+            return True
+        announced = False
+        while True:
+            if try_claim(self.record):
+                self.held = True
+                return True
+            if self.record.is_file():
+                try:
+                    validate_record(self.record)
+                    return False
+                except RecordError:
+                    pass
+            if not self.wait:
+                return False
+            if not announced:
+                print(f"residual_lib: {self.record.name} is being trained by another process; waiting for it",
+                      file=sys.stderr, flush=True)
+                announced = True
+            time.sleep(self.poll)
+
+    def __exit__(self, *exc) -> None:
+        if self.held:
+            release_claim(self.record)
+
+
+def clean_stale_files(folder: str | os.PathLike, age: float = 300.0) -> list[Path]:
+    """Remove what a killed writer left in ``folder``: temporary record files (``.*.tmp``)
+    older than ``age`` seconds -- a record is written in well under a second -- and claims
+    whose process has died. Returns what was removed."""
+    folder, now, removed = Path(folder), time.time(), []
+    if not folder.is_dir():
+        return removed
+    for tmp in folder.glob(".*.tmp"):
+        if now - _mtime(tmp) > age:
+            tmp.unlink(missing_ok=True)
+            removed.append(tmp)
+    for claim in folder.glob(".*.claim"):
+        try:
+            owner = json.loads(claim.read_text())
+        except (OSError, ValueError):
+            owner = None
+        if (owner is not None and not _alive(owner)) or (owner is None and now - _mtime(claim) > age):
+            claim.unlink(missing_ok=True)
+            removed.append(claim)
+    return removed
+
+
+def _strict(value):
+    """``value`` with every non-finite float replaced by None (JSON null)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(v) for v in value]
+    return value
 
 
 def write_record(record: dict, path: str | os.PathLike) -> Path:
-    """Write ``record`` as JSON to a temporary file beside ``path`` and rename it into
-    place: readers see either no file or the whole record. Output is byte-stable
-    (sorted keys), so rewriting the same record changes nothing."""
+    """Write ``record`` as strict JSON (non-finite numbers as null) to a temporary file
+    beside ``path`` and rename it into place: readers see either no file or the whole
+    record. Output is byte-stable (sorted keys), so rewriting the same record changes nothing."""
     path = Path(path)
-    payload = json.dumps(record, sort_keys=True, indent=1, allow_nan=True) + "\n"
+    payload = json.dumps(_strict(record), sort_keys=True, indent=1, allow_nan=False) + "\n"
     atomic_write_bytes(path, payload.encode())
     return path
 
 
 def read_record(path: str | os.PathLike) -> dict:
-    return json.loads(Path(path).read_text())
+    """A record, validated (raises :class:`RecordError` naming the file and the reason)."""
+    return validate_record(path)
 
 
 def _record_files(path: str | os.PathLike) -> list[Path]:
     path = Path(path)
     if path.is_file():
         return [path]
-    return sorted(p for p in path.rglob("*.json") if not p.name.startswith("."))
+    if not path.is_dir():
+        return []
+    return sorted(p for p in path.rglob("*.json") if not p.name.startswith(".") and "notebooks" not in p.parts
+                  and "submitit" not in p.parts)
 
 
-def load_records(path: str | os.PathLike) -> pd.DataFrame:
+def _valid_records(path: str | os.PathLike, skip_bad: bool) -> list[tuple[Path, dict]]:
+    """Every record file under ``path`` with its content; bad files raise together
+    (:class:`BadRecordsError`) or, with ``skip_bad``, are reported and left out."""
+    good, bad = [], []
+    for file in _record_files(path):
+        try:
+            good.append((file, validate_record(file)))
+        except RecordError as exc:
+            bad.append(exc)
+    if bad and not skip_bad:
+        raise bad[0] if len(bad) == 1 and Path(path).is_file() else BadRecordsError(bad)
+    for exc in bad:
+        print(f"residual_lib: skipped {exc}", file=sys.stderr)
+    return good
+
+
+def load_records(path: str | os.PathLike, skip_bad: bool = False) -> pd.DataFrame:
     """One row per record found under ``path`` (a file or a directory, searched
     recursively): the scalar fields of :data:`SCALARS`, the scalar diagnostics
-    (prefixed ``diag_``), and ``path``. Curves stay in the files; see :func:`load_curves`."""
+    (prefixed ``diag_``), and ``path``. Curves stay in the files; see :func:`load_curves`.
+    Every file is validated: a bad one raises :class:`BadRecordsError` naming each bad
+    file, unless ``skip_bad`` (then they are reported on stderr and left out)."""
     rows = []
-    for file in _record_files(path):
-        rec = read_record(file)
-        if "key" not in rec or "curves" not in rec:
-            continue  # some other JSON file
+    for file, rec in _valid_records(path, skip_bad):
         row = {name: rec.get(name) for name in SCALARS}
         row["init_noise"] = row["init_noise"] or 0.0  # absent from records made before the field existed
+        row["status"] = row["status"] or "ok"  # schema 1 records predate the field; all of them trained to the end
         if row["eval_floor"] is None:  # records made before the field existed
             row["eval_floor"] = record_eval_floor(rec)
         for name, value in (rec.get("diagnostics") or {}).items():
@@ -89,18 +415,17 @@ def load_records(path: str | os.PathLike) -> pd.DataFrame:
         rows.append(row)
     columns = list(SCALARS) + ["path"]
     frame = pd.DataFrame(rows) if rows else pd.DataFrame(columns=columns)
+    for name in ("final_val_loss", "best_val_loss"):  # null (a diverged run) reads as NaN
+        frame[name] = pd.to_numeric(frame[name], errors="coerce")
     return frame.sort_values(["profile", "variant", "seed", "key"], ignore_index=True) if rows else frame
 
 
-def load_curves(path: str | os.PathLike, split: str = "train") -> pd.DataFrame:
+def load_curves(path: str | os.PathLike, split: str = "train", skip_bad: bool = False) -> pd.DataFrame:
     """Tidy frame of one curve family (``train`` or ``val``) across records: one row per
     (record, step) with the record's ``key``, ``variant``, ``seed``, ``gain``, ``eval_mode``
     and every scalar series logged at that step."""
     frames = []
-    for file in _record_files(path):
-        rec = read_record(file)
-        if "curves" not in rec:
-            continue
+    for _, rec in _valid_records(path, skip_bad):
         curve = rec["curves"][split]
         scalar = {k: v for k, v in curve.items() if v and not isinstance(v[0], (list, dict))}
         frame = pd.DataFrame(scalar)
@@ -145,6 +470,17 @@ def controlled(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[mask]
 
 
+def usable(frame: pd.DataFrame) -> pd.DataFrame:
+    """The runs whose numbers statistics may use: every run that trained to the end
+    (``status`` ok); diverged runs are listed by the pages, never averaged."""
+    return frame[frame.status == "ok"] if "status" in frame else frame
+
+
+def diverged(frame: pd.DataFrame) -> pd.DataFrame:
+    """The diverged runs of ``frame``."""
+    return frame[frame.status == "diverged"] if "status" in frame else frame.head(0)
+
+
 # --------------------------------------------------------------------------- provenance
 
 
@@ -185,6 +521,7 @@ def provenance(device: str, deterministic: bool) -> dict:
         "device": device,
         "device_name": device_name,
         "cpu_threads": torch.get_num_threads(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "deterministic": deterministic,
         "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
         "cudnn_benchmark": torch.backends.cudnn.benchmark,

@@ -34,11 +34,10 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from . import analysis, paper
-from .records import controlled, load_records, read_record
+from .records import controlled, diverged, load_records, read_record, usable
 
 FLOOR_TOL = 0.05  # nats either side of the evaluation floor: "at the floor"
 RECOVERY_MARGIN = 0.5  # nats below the floor: "recovers"
@@ -445,7 +444,15 @@ def scale_note(results_dir: str | Path, stand_in: str = "cpu") -> str:
     return (f"**Scale.** The `{stand_in}` rows come from {size} stand-in for the paper's 10M model, "
             f"trained on the same character corpus. They test the paper's qualitative claims (who collapses, "
             f"who recovers, which confound matters); its absolute 10M and 124M numbers are checked only at "
-            f"`paper-10m` and `paper-124m`. {waiting}")
+            f"`paper-10m` and `paper-124m`. {waiting}" + _diverged_note(records))
+
+
+def _diverged_note(records: pd.DataFrame) -> str:
+    bad = diverged(records)
+    if not len(bad):
+        return ""
+    runs = "; ".join(f"{r.profile} {r.variant} seed {r.seed}" for r in bad.itertuples())
+    return f" {len(bad)} run(s) diverged (non-finite loss) and are left out of every verdict: {runs}."
 
 
 def build(results_dir: str | Path, stand_in: str = "cpu") -> pd.DataFrame:
@@ -453,7 +460,7 @@ def build(results_dir: str | Path, stand_in: str = "cpu") -> pd.DataFrame:
     of its scale (``stand_in`` being the small profile that stands in for 10M), the paper's
     values, ours, the seeds, the verdict and the rule applied. Rows come in the order of
     the claims file, then of :func:`profiles_for_scale`."""
-    records = load_records(results_dir)
+    records = usable(load_records(results_dir))  # a diverged run has no losses to judge (scale_note lists it)
     claims = paper.claims()
     rows = []
     for claim, group in claims.groupby("claim", sort=False):
@@ -610,9 +617,13 @@ def verdict_box(results_dir: str | Path, profile: str, claims: list[str], record
             items.append(f'<li>{badge(row.verdict)} <a href="../book/scorecard.html#{claim_anchor(claim)}">'
                          f"{html.escape(TITLES.get(claim, claim))}</a>. {html.escape(str(row.ours))}.</li>")
     shown = ""
+    left_out = (records.attrs.get("diverged") or []) if records is not None else []
+    if left_out:
+        shown += (f'<p class="verdict-box-scope"><strong>Left out:</strong> {len(left_out)} run(s) that diverged '
+                  f"(non-finite loss): {html.escape('; '.join(left_out))}.</p>")
     if records is not None and len(records):
         seeds = ", ".join(str(s) for s in sorted(set(int(x) for x in records.seed)))
-        shown = (f'<p class="verdict-box-scope">This page shows the <code>{html.escape(profile)}</code> profile\'s '
+        shown += (f'<p class="verdict-box-scope">This page shows the <code>{html.escape(profile)}</code> profile\'s '
                  f"records: {len(records)} run(s), seed(s) {seeds}, read from <code>results/{html.escape(profile)}/"
                  f"</code>. The verdict rules and the other profiles are on the "
                  f'<a href="../book/scorecard.html">scorecard</a>.</p>')

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .records import SCALARS, find_record, load_records, run_key
+from .records import SCALARS, diverged, find_record, load_records, run_key, usable
 from .profiles import get_profile, ladder
 from .train import run, run_identity
 
@@ -196,4 +196,9 @@ def ensure(
         path, _ = run(fields.pop("profile"), **fields, results_dir=results, device=device)
         paths.append(path)
     frames = [load_records(p) for p in paths]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*SCALARS, "path"])
+    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*SCALARS, "path"])
+    # a diverged run has no losses to average: the pages list it (attrs["diverged"]) instead
+    out = usable(frame).reset_index(drop=True)
+    out.attrs["diverged"] = [f"{r.profile} {r.variant} seed {r.seed} (key {r.key})"
+                             for r in diverged(frame).itertuples()]
+    return out

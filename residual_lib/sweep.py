@@ -11,11 +11,18 @@
    :mod:`residual_lib.fused`; :func:`default_layout` picks all three), or submitted through submitit (``--executor submitit``:
    Slurm when the machine has it, otherwise submitit's local executor; ``--cluster``
    forces one). A failed run does not stop the others; it is listed at the end with
-   its log, and the sweep exits with status 1.
+   its log, and the sweep exits with status 1. A run that diverged (non-finite loss) is
+   recorded as such and listed. Deterministic CPU runs use one thread each whatever the
+   layout (:data:`residual_lib.train.DETERMINISTIC_CPU_THREADS`), so a record's bits do
+   not depend on ``--jobs`` or on how many runs were left.
+   Each run is claimed before it is submitted (:func:`residual_lib.records.try_claim`):
+   two sweeps on one results folder split the work, and a run claimed by another live
+   sweep is waited for rather than trained twice. Workers exit when the sweep's process
+   dies (kill -9 included); SIGTERM stops a sweep as Ctrl-C does, keeping finished records.
 3. The notebooks (jupytext percent files) are converted in memory and executed by
    papermill with the parameters injected and ``train_missing=False``, so they only
    read records. Executed notebooks are kept under ``<results>/<profile>/notebooks/``
-   (``<name>.failed.ipynb`` when one raised).
+   (``<name>.failed.ipynb`` when one raised, ``<name>.interrupted.ipynb`` when stopped).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .records import clean_stale_files, find_record, record_path, release_claim, try_claim
 from .sections import RunSpec, default_results_dir, missing, plan, section_name
 
 NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
@@ -40,6 +48,8 @@ class SweepReport:
     notebooks: list[str] = field(default_factory=list)
     failed_notebooks: list[tuple[str, str]] = field(default_factory=list)
     wall_seconds: float = 0.0
+
+    diverged: list[str] = field(default_factory=list)  # labels of runs whose loss became non-finite
 
     @property
     def ok(self) -> bool:
@@ -62,8 +72,9 @@ def default_layout(n_runs: int, device: str) -> tuple[int, int, int]:
     On CPU, single-threaded processes, one per core, beat one process using every core
     (small matrices scale poorly across threads), and fusing models adds nothing there
     (a batched matrix multiply of K small models costs what K small ones do; see
-    ``python -m residual_lib bench``); with fewer runs than cores the spare cores go
-    to threads."""
+    ``python -m residual_lib bench``). With fewer runs than cores the spare cores go to
+    threads, which only non-deterministic runs use: a deterministic CPU run always uses
+    one thread, so that its bits do not depend on the layout."""
     if device.startswith("cuda") or (device == "auto" and _cuda_available()):
         return 1, max(1, os.cpu_count() or 1), max(1, min(n_runs, GPU_FUSE))
     cores = max(1, os.cpu_count() or 1)
@@ -75,6 +86,20 @@ def _cuda_available() -> bool:
     import torch
 
     return torch.cuda.is_available()
+
+
+def _exit_with_parent(parent: int) -> None:
+    """Worker initializer: exit as soon as the sweep's process is gone (kill -9 included),
+    instead of idling for good."""
+    import threading
+
+    def watch():
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 def _train_group(specs: list[dict], results_dir: str, device: str, threads: int, log_path: str,
@@ -96,8 +121,8 @@ def _train_group(specs: list[dict], results_dir: str, device: str, threads: int,
 
                 spec = specs[0]
                 del spec["profile"]
-                path, _ = run(profile, **spec, results_dir=results_dir, device=device, progress=False,
-                              compile=compile)
+                path, _ = run(profile, **spec, results_dir=results_dir, device=device, progress=None,
+                              compile=compile, claim=False)  # the sweep holds the claim
                 return [str(path)]
             from .fused import run_fused
 
@@ -116,13 +141,17 @@ class _LocalPool:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
 
-        self.pool = ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn"))
+        self.pool = ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn"),
+                                        initializer=_exit_with_parent, initargs=(os.getpid(),))
         self.poll = 0.2
 
     def submit(self, *args):
         return self.pool.submit(_train_group, *args)
 
-    def close(self):
+    def close(self, interrupted: bool = False):
+        if interrupted:  # stop the runs in flight now; their records were never written
+            for process in list((self.pool._processes or {}).values()):
+                process.terminate()
         self.pool.shutdown(wait=True, cancel_futures=True)
 
 
@@ -139,7 +168,7 @@ class _Submitit:
     def submit(self, *args):
         return self.executor.submit(_train_group, *args)
 
-    def close(self):
+    def close(self, interrupted: bool = False):
         pass
 
 
@@ -183,16 +212,49 @@ def train_specs(
     bar = tqdm(total=len(specs), desc="runs", unit="run", disable=not interactive)
     written, failures = [], []
     pending, running = list(groups), {}
+    elsewhere: list[RunSpec] = []  # claimed by another live process: waited for, not trained twice
+    held: list[RunSpec] = []  # claimed by this sweep
+
+    def target(spec: RunSpec) -> Path:
+        return record_path(results, spec.profile, spec.variant, spec.seed, spec.key)
+
+    def release(group) -> None:
+        for spec in group:
+            release_claim(target(spec))
+            if spec in held:
+                held.remove(spec)
+
+    interrupted, checked = False, 0.0
     try:
-        while pending or running:
+        while pending or running or elsewhere:
             while pending and len(running) < jobs:
-                group = pending.pop(0)
-                first = group[0]
+                group, mine = pending.pop(0), []
+                for spec in group:
+                    if find_record(results, spec.profile, spec.key) is not None:
+                        bar.update(1)  # made meanwhile by another process
+                    elif try_claim(target(spec)):
+                        mine.append(spec)
+                        held.append(spec)
+                    else:
+                        elsewhere.append(spec)
+                if not mine:
+                    continue
+                first = mine[0]
                 name = f"{first.variant}_seed{first.seed}_{first.key}"
-                name += f"_fused{len(group)}" if len(group) > 1 else ""
+                name += f"_fused{len(mine)}" if len(mine) > 1 else ""
                 log = results / first.profile / "logs" / f"{name}.log"
-                future = backend.submit([asdict(s) for s in group], str(results), device, threads, str(log), compile)
-                running[future] = (group, log)
+                future = backend.submit([asdict(s) for s in mine], str(results), device, threads, str(log), compile)
+                running[future] = (mine, log)
+            if elsewhere and time.monotonic() - checked > 2.0:
+                checked = time.monotonic()
+                for spec in list(elsewhere):
+                    if find_record(results, spec.profile, spec.key) is not None:
+                        elsewhere.remove(spec)
+                        bar.update(1)
+                    elif try_claim(target(spec)):  # its owner died: this sweep trains it
+                        elsewhere.remove(spec)
+                        release_claim(target(spec))
+                        pending.append([spec])
             done = [f for f in running if f.done()]
             if not done:
                 time.sleep(backend.poll)
@@ -206,14 +268,19 @@ def train_specs(
                     message = str(exc).strip().splitlines()[-1] if str(exc).strip() else exc.__class__.__name__
                     failures += [(spec.label(), f"{message} (log: {log})") for spec in group]
                     status = "FAILED"
+                release(group)
                 bar.update(len(group))
                 if not interactive:
                     finished = len(written) + len(failures)
                     labels = "; ".join(spec.label() for spec in group)
                     print(f"[sweep] {status}: {labels} ({finished}/{len(specs)})", file=sys.stderr, flush=True)
+    except BaseException:
+        interrupted = True
+        raise
     finally:
         bar.close()
-        backend.close()
+        backend.close(interrupted)
+        release(list(held))
     return written, failures
 
 
@@ -233,15 +300,28 @@ def execute_notebook(notebook: Path, parameters: dict, out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     final = out_dir / f"{notebook.stem}.ipynb"
     tmp = out_dir / f".{notebook.stem}.running.ipynb"
+    # the kernel's own diagnostics (and, on Ctrl-C, the tracebacks of its dying sockets) go to
+    # <name>.kernel.log, not to the terminal: the kernel inherits this process's stderr
+    saved_stderr = os.dup(2)
+    kernel_log = os.open(out_dir / f"{notebook.stem}.kernel.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    sys.stderr.flush()
+    os.dup2(kernel_log, 2)
     try:
         papermill.execute_notebook(nb, str(tmp), parameters=parameters, kernel_name="python3",
                                    cwd=str(notebook.parent), progress_bar=False)
-    except BaseException:
+    except BaseException as exc:
+        label = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
         if tmp.exists():
-            os.replace(tmp, out_dir / f"{notebook.stem}.failed.ipynb")
+            os.replace(tmp, out_dir / f"{notebook.stem}.{label}.ipynb")
         raise
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved_stderr, 2)
+        os.close(saved_stderr)
+        os.close(kernel_log)
     os.replace(tmp, final)
-    (out_dir / f"{notebook.stem}.failed.ipynb").unlink(missing_ok=True)
+    for label in ("failed", "interrupted"):
+        (out_dir / f"{notebook.stem}.{label}.ipynb").unlink(missing_ok=True)
     return final
 
 
@@ -275,10 +355,20 @@ def sweep(
     # seed by seed: a sweep stopped half-way leaves whole seeds (every run the sections need
     # for them), which the notebooks and the book can already show
     order = {seed: i for i, seed in enumerate(params["seeds"])}
+    for folder in {results / s.profile for s in specs}:
+        clean_stale_files(folder)
     todo = sorted(missing(specs, results), key=lambda s: order.get(s.seed, len(order)))
-    report = SweepReport(cached=len(specs) - len(todo))
+    report = SweepReport()
     report.trained, report.failed_runs = train_specs(todo, results, jobs, threads, executor, device, cluster, progress,
                                                      fuse, compile)
+    report.cached = len(specs) - len(report.trained) - len(report.failed_runs)
+    from .records import read_record
+
+    for path in report.trained:
+        rec = read_record(path)
+        if rec.get("status") == "diverged":
+            report.diverged.append(f"{rec['profile']} {rec['variant']} seed {rec['seed']} (key {rec['key']}) "
+                                   f"diverged at step {rec['diverged_at_step']}")
     if run_notebooks:
         for path in paths:
             injected = {**params, "results_dir": str(results), "device": device, "train_missing": False}

@@ -16,9 +16,12 @@ Determinism (``deterministic=True``, the default). The trainer calls
 and turns cuDNN benchmarking off for the duration of the run, then restores the
 previous settings.
 
-* On CPU a run is bitwise reproducible for the same seed, torch build, thread count
-  and CPU instruction set (the test suite checks this). Changing the thread count
-  may change the order of floating-point reductions and so the last bits.
+* On CPU a deterministic run always uses :data:`DETERMINISTIC_CPU_THREADS` (one) intra-op
+  thread, whatever the process was given, so its bits depend on its key alone -- not on
+  how a sweep laid out its processes -- for the same torch build and CPU instruction set
+  (the test suite checks ``train``, ``sweep --jobs 1``, the default sweep and a resumed
+  sweep against each other). Another thread count would change the order of
+  floating-point reductions and so the last bits.
 * On CUDA, PyTorch raises an error rather than run an operation that has no
   deterministic implementation, so a run that completes used only deterministic
   kernels and is bitwise reproducible on the same GPU model, driver, CUDA and torch
@@ -27,7 +30,18 @@ previous settings.
   that this is not a formality.
 
 ``deterministic=False`` leaves PyTorch free to use non-deterministic kernels
-(atomics in CUDA backward passes); on CPU the results are usually still identical.
+(atomics in CUDA backward passes) and the process's thread count.
+
+Checkpoints. Long runs (the paper profiles: :data:`CHECKPOINT_EVERY`; any run with
+``checkpoint_every``) save their whole state every N steps -- weights, optimiser, the data
+order's and the evaluation batches' generators, torch's RNG (dropout), the curves so far --
+atomically under ``<results>/<profile>/.checkpoints/``. A killed run started again resumes
+from its last checkpoint and ends bitwise identical to an uninterrupted one; the
+checkpoint is deleted once the record is written.
+
+Divergence. A run whose training or validation loss becomes non-finite stops at the next
+logged step; its record has ``status: "diverged"``, the step, and null losses, and the
+pages list it instead of averaging it.
 """
 
 from __future__ import annotations
@@ -46,11 +60,75 @@ from . import diagnostics
 from .data import ValidationSet, eval_floor, fixed_val_batches, get_batch, load_corpus
 from .model import VARIANTS, GPTConfig, ResidualGPT
 from .profiles import Profile, get_profile
-from .records import RECORD_VERSION, code_version, find_record, provenance, record_path, run_key, write_record
+from .records import (RECORD_VERSION, SCHEMA_VERSION, claim_run, clean_stale_files, code_version, find_record,
+                      provenance, record_path, run_identity, run_key, write_record)
 
 EVAL_MODES = ValidationSet.MODES
 #: Block 0's sub-modules whose gradient norms are logged on their own (see ResidualGPT.layer_groups).
 LAYER0_PARTS = ("attn", "mlp", "ln")
+#: Intra-op threads of a deterministic CPU run (the committed records were made with one).
+DETERMINISTIC_CPU_THREADS = 1
+#: Largest seed accepted (torch seeds are 64-bit; data-order generators take up to 2^63 - 1).
+MAX_SEED = 2**63 - 1
+#: Free space a results folder must have before a run starts (a record is ~1-5 MB).
+MIN_FREE_BYTES = 64 * 2**20
+#: Steps between checkpoints for the profiles whose runs last longer than ~10 minutes on the
+#: machines they are meant for; shorter runs are cheaper to retrain than to checkpoint.
+CHECKPOINT_EVERY = {"paper-10m": 250, "paper-124m": 250}
+
+
+def checkpoint_path(results_dir: str | os.PathLike, profile: str, name: str) -> Path:
+    """Where a run's (or a fused group's) checkpoint lives: ``name`` is its record's stem."""
+    return Path(results_dir) / profile / ".checkpoints" / f"{name}.pt"
+
+
+def save_checkpoint(path: Path, step: int, states: list, optimizer, params: dict, train_seconds: float,
+                    elapsed: float) -> None:
+    """Everything needed to continue at ``step`` exactly as if never stopped, written atomically."""
+    import tempfile
+
+    payload = {
+        "step": step, "keys": [s.key for s in states], "params": {k: v.detach().clone() for k, v in params.items()},
+        "optimizer": optimizer.state_dict(), "runs": [s.checkpoint_state() for s in states],
+        "torch_rng": torch.get_rng_state(), "train_seconds": train_seconds, "elapsed": elapsed,
+        "cuda_rng": torch.cuda.get_rng_state_all() if states[0].device.startswith("cuda") else None,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        torch.save(payload, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load_checkpoint(path: Path | None, states: list, optimizer, params: dict) -> tuple[int, float, float]:
+    """Restore ``states``, ``optimizer`` and ``params`` from ``path`` if it holds these runs;
+    returns (the step to continue from, training seconds so far, wall seconds so far)."""
+    if path is None or not path.is_file():
+        return 0, 0.0, 0.0
+    try:
+        payload = torch.load(path, map_location=states[0].device, weights_only=False)
+    except Exception as exc:  # a damaged checkpoint costs the time it saved, nothing else
+        print(f"residual_lib: ignoring unreadable checkpoint {path} ({exc.__class__.__name__}); starting over",
+              file=sys.stderr)
+        return 0, 0.0, 0.0
+    if payload.get("keys") != [s.key for s in states]:
+        return 0, 0.0, 0.0
+    with torch.no_grad():
+        for name, value in payload["params"].items():
+            params[name].copy_(value)
+    optimizer.load_state_dict(payload["optimizer"])
+    for state, saved in zip(states, payload["runs"]):
+        state.restore(saved)
+    torch.set_rng_state(payload["torch_rng"])
+    if payload.get("cuda_rng") is not None:
+        torch.cuda.set_rng_state_all(payload["cuda_rng"])
+    for state in states:
+        state.resumed_from = payload["step"]
+    return payload["step"], payload["train_seconds"], payload["elapsed"]
 
 
 class RunError(ValueError):
@@ -109,26 +187,6 @@ def determinism(enabled: bool):
             os.environ.pop("CUBLAS_WORKSPACE_CONFIG", None)
 
 
-def run_identity(
-    profile: Profile, variant: str, seed: int, eval_mode: str, gain: float, deterministic: bool, replicate: int,
-    init_noise: float = 0.0,
-) -> dict:
-    """Everything that determines a run's result; its hash is the run's key. ``init_noise``
-    enters only when it is not zero, so runs without it keep the keys they always had."""
-    identity = {
-        "profile": profile.to_dict(),
-        "variant": variant,
-        "seed": int(seed),
-        "eval_mode": eval_mode,
-        "gain": float(gain),
-        "deterministic": bool(deterministic),
-        "replicate": int(replicate),
-    }
-    if init_noise:
-        identity["init_noise"] = float(init_noise)
-    return identity
-
-
 def perturb_init(model: torch.nn.Module, init_noise: float, seed: int, replicate: int) -> None:
     """Multiply every weight by ``1 + init_noise * N(0, 1)``, drawn element-wise from a
     generator of its own (seeded by ``seed`` and ``replicate``, so the global stream that
@@ -153,11 +211,66 @@ def check_run(variant: str, eval_mode: str, gain: float, init_noise: float = 0.0
         raise RunError(f"init noise must be a finite number >= 0, got {init_noise}: pass e.g. --init-noise 1e-6")
 
 
+def check_seed(seed) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise RunError(f"seed must be an integer from 0 to 2^63 - 1, got {seed}: pass e.g. --seed 1337")
+    return int(seed)
+
+
+def check_writable(folder: str | os.PathLike) -> Path:
+    """Fail before training, not after: ``folder`` (or, if it does not exist yet, the
+    nearest folder above it, where it would be created) can be written and has room.
+    Nothing is left behind."""
+    import shutil
+    import tempfile
+
+    folder = Path(folder).absolute()
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    try:
+        if not existing.is_dir():
+            raise NotADirectoryError(20, "not a folder")
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".write-check.", suffix=".tmp"):
+            pass
+    except OSError as exc:
+        raise RunError(f"cannot write run records to {folder} ({exc.strerror or exc.__class__.__name__} at "
+                       f"{existing}): pass --out a writable folder") from None
+    free = shutil.disk_usage(existing).free
+    if free < MIN_FREE_BYTES:
+        raise RunError(f"only {free / 2**20:.0f} MB free under {existing}: free some space or pass --out another "
+                       "folder")
+    return folder
+
+
+@contextmanager
+def cpu_threads(device: str, deterministic: bool):
+    """Pin a deterministic CPU run to :data:`DETERMINISTIC_CPU_THREADS` threads for a block
+    (and say so when the kernels' instruction set is not the pinned one: see the package
+    docstring)."""
+    if not (deterministic and device == "cpu"):
+        yield
+        return
+    if torch.backends.cpu.get_cpu_capability() == "AVX512":
+        print("residual_lib: torch was imported before residual_lib, so its CPU kernels use AVX-512 and this run's "
+              "last bits may differ from records made on other machines: import residual_lib first, or set "
+              "ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2", file=sys.stderr)
+    saved = torch.get_num_threads()
+    torch.set_num_threads(DETERMINISTIC_CPU_THREADS)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(saved)
+
+
 class _Reporter:
-    """A tqdm bar when stderr is a terminal, plain lines at evaluations otherwise."""
+    """A tqdm bar when stderr is a terminal, plain lines at evaluations otherwise, nothing
+    at all when ``progress`` is False. A closed stderr (a pipe whose reader went away)
+    silences it rather than stopping the run."""
 
     def __init__(self, total: int, label: str, progress: bool | None):
-        self.interactive = sys.stderr.isatty() if progress is None else progress
+        self.quiet = progress is False
+        self.interactive = (not self.quiet) and (sys.stderr.isatty() if progress is None else progress)
         self.label, self.total, self.start = label, total, time.perf_counter()
         self.bar = None
         if self.interactive:
@@ -165,22 +278,38 @@ class _Reporter:
 
             self.bar = tqdm(total=total, desc=label, leave=False, dynamic_ncols=True)
 
+    def _guard(self, write) -> None:
+        try:
+            write()
+        except (BrokenPipeError, OSError, ValueError):  # ValueError: writing to a closed file
+            self.quiet, self.bar = True, None
+            try:  # nobody reads stderr any more: later writes (and the exit's flush) go nowhere
+                sys.stderr = open(os.devnull, "w")
+            except OSError:
+                pass
+
     def step(self, n: int = 1, **postfix) -> None:
         if self.bar is not None:
-            self.bar.update(n)
-            if postfix:
-                self.bar.set_postfix({k: f"{v:.4f}" for k, v in postfix.items()}, refresh=False)
+            bar = self.bar
+
+            def write():
+                bar.update(n)
+                if postfix:
+                    bar.set_postfix({k: f"{v:.4f}" for k, v in postfix.items()}, refresh=False)
+
+            self._guard(write)
 
     def eval(self, step: int, val_loss: float, train_loss: float | None) -> None:
-        if self.bar is not None:
+        if self.bar is not None or self.quiet:
             return
         train = f" train {train_loss:.4f}" if train_loss is not None else ""
         elapsed = time.perf_counter() - self.start
-        print(f"[{self.label}] step {step}/{self.total} val {val_loss:.4f}{train} ({elapsed:.1f}s)", file=sys.stderr, flush=True)
+        self._guard(lambda: print(f"[{self.label}] step {step}/{self.total} val {val_loss:.4f}{train} "
+                                  f"({elapsed:.1f}s)", file=sys.stderr, flush=True))
 
     def close(self) -> None:
         if self.bar is not None:
-            self.bar.close()
+            self._guard(self.bar.close)
 
 
 class RunState:
@@ -218,8 +347,24 @@ class RunState:
         self.val_curve = {"step": [], "loss": []}
         self.reporter = _Reporter(profile.max_iters, f"{variant} seed {seed}", progress)
         self.last_train_loss = None
+        self.diverged_at = None  # the step at which a loss was first seen non-finite
+        self.resumed_from = None  # the step a checkpoint resumed this run at
         self.net = self.model  # what training steps call: the model, or its torch.compile'd wrapper
         self.compiled = False
+
+    def checkpoint_state(self) -> dict:
+        """This run's part of a checkpoint, apart from weights and optimiser."""
+        gen = self.valset._generator
+        return {"data_gen": self.data_gen.get_state(), "val_gen": None if gen is None else gen.get_state(),
+                "train_curve": self.train_curve, "val_curve": self.val_curve,
+                "last_train_loss": self.last_train_loss, "diverged_at": self.diverged_at}
+
+    def restore(self, saved: dict) -> None:
+        self.data_gen.set_state(saved["data_gen"])
+        if saved["val_gen"] is not None:
+            self.valset._generator.set_state(saved["val_gen"])
+        self.train_curve, self.val_curve = saved["train_curve"], saved["val_curve"]
+        self.last_train_loss, self.diverged_at = saved["last_train_loss"], saved["diverged_at"]
 
     def compile(self) -> None:
         """Train through ``torch.compile`` (evaluation and diagnostics use the plain module,
@@ -253,6 +398,14 @@ class RunState:
         self.val_curve["step"].append(step)
         self.val_curve["loss"].append(loss)
         self.reporter.eval(step, loss, self.last_train_loss)
+        self.check_divergence(step)
+
+    def check_divergence(self, step: int) -> bool:
+        """Note the first step at which the last training or validation loss is not finite."""
+        losses = [self.last_train_loss, self.val_curve["loss"][-1] if self.val_curve["loss"] else None]
+        if self.diverged_at is None and any(x is not None and not math.isfinite(x) for x in losses):
+            self.diverged_at = step
+        return self.diverged_at is not None
 
     def log_train(self, step: int, loss: float, lr: float, total_norm: float, per_layer: dict,
                   h_norms: list[float]) -> None:
@@ -265,31 +418,43 @@ class RunState:
             self.train_curve[name].append(value)
 
     def finish(self, started: float, train_seconds: float, extra_provenance: dict | None = None) -> dict:
-        """Final evaluation, diagnostics and the run record. Call inside :func:`determinism`."""
+        """Final evaluation, diagnostics and the run record. Call inside :func:`determinism`.
+        A diverged run gets no final evaluation or diagnostics: its losses are null."""
         profile, corpus = self.profile, self.corpus
-        self.record_eval(profile.max_iters)
+        diverged = self.diverged_at is not None
+        if not diverged:
+            self.record_eval(profile.max_iters)
+            diverged = self.diverged_at is not None
         self.reporter.close()
-        diag = diagnostics.summarize(self.model, self.probe)
-        # Evaluation noise: the final model's loss on the fixed batches and on
-        # eval_noise_repeats independent random draws of the same size (what a
-        # nanoGPT-style evaluation could have reported for this very model).
-        draws = ValidationSet(corpus.val, profile.block_size, profile.batch_size, profile.eval_iters, "random",
-                              self.seed + 104_729)
-        random_estimates = [self.evaluate(draws.batches()) for _ in range(profile.eval_noise_repeats)]
-        diag["val_estimates"] = {
-            "fixed": self.evaluate(fixed_val_batches(corpus.val, profile.block_size, profile.batch_size,
-                                                     profile.eval_iters)),
-            "random": random_estimates,
-        }
+        diag = {}
+        if not diverged:
+            diag = diagnostics.summarize(self.model, self.probe)
+            # Evaluation noise: the final model's loss on the fixed batches and on
+            # eval_noise_repeats independent random draws of the same size (what a
+            # nanoGPT-style evaluation could have reported for this very model).
+            draws = ValidationSet(corpus.val, profile.block_size, profile.batch_size, profile.eval_iters, "random",
+                                  self.seed + 104_729)
+            random_estimates = [self.evaluate(draws.batches()) for _ in range(profile.eval_noise_repeats)]
+            diag["val_estimates"] = {
+                "fixed": self.evaluate(fixed_val_batches(corpus.val, profile.block_size, profile.batch_size,
+                                                         profile.eval_iters)),
+                "random": random_estimates,
+            }
         prov = provenance(self.device, self.deterministic)  # inside the block: records the settings in force
         prov["compiled"] = self.compiled
+        if self.resumed_from is not None:
+            prov["resumed_from_step"] = self.resumed_from
         if self.device.startswith("cuda"):
             torch.cuda.synchronize()
         val_losses = self.val_curve["loss"]
-        best = min(range(len(val_losses)), key=lambda i: val_losses[i])
+        finite = [i for i, v in enumerate(val_losses) if math.isfinite(v)]
+        best = min(finite, key=lambda i: val_losses[i]) if finite and not diverged else None
         tokens = profile.tokens_per_step * profile.max_iters
         return {
             "record_version": RECORD_VERSION,
+            "schema_version": SCHEMA_VERSION,
+            "status": "diverged" if diverged else "ok",
+            "diverged_at_step": self.diverged_at,
             "key": self.key,
             "profile": profile.name,
             "variant": self.variant,
@@ -300,9 +465,9 @@ class RunState:
             "replicate": self.replicate,
             "init_noise": self.init_noise,
             "config": {"profile": profile.to_dict(), "model": self.config.to_dict(), "dataset": corpus.name},
-            "final_val_loss": val_losses[-1],
-            "best_val_loss": val_losses[best],
-            "best_step": self.val_curve["step"][best],
+            "final_val_loss": None if diverged else val_losses[-1],
+            "best_val_loss": None if best is None else val_losses[best],
+            "best_step": None if best is None else self.val_curve["step"][best],
             "unigram_floor": corpus.unigram_floor(),
             "eval_floor": eval_floor(corpus, profile.block_size, profile.batch_size, profile.eval_iters, self.eval_mode),
             "n_params": self.model.num_params(),
@@ -366,9 +531,13 @@ def train(
     progress: bool | None = None,
     compile: bool = False,
     init_noise: float = 0.0,
+    checkpoint: str | os.PathLike | None = None,
+    checkpoint_every: int | None = None,
 ) -> dict:
     """Train one model and return its run record (not written; see :func:`run`).
-    ``compile`` trains through ``torch.compile`` (see :meth:`RunState.compile`)."""
+    ``compile`` trains through ``torch.compile`` (see :meth:`RunState.compile`). With
+    ``checkpoint`` (a path) and ``checkpoint_every`` (steps), the run saves its state
+    there and resumes from it when it is started again."""
     started = time.perf_counter()
     code_version()  # pin the commit this process's code came from before training starts
     profile = get_profile(profile) if isinstance(profile, str) else profile
@@ -376,22 +545,33 @@ def train(
     device = resolve_device(device)
     corpus = load_corpus(profile.dataset, data_dir)
 
-    with determinism(deterministic):
+    with determinism(deterministic), cpu_threads(device, deterministic):
         state = RunState(profile, corpus, variant, seed, eval_mode, gain, deterministic, replicate, device, progress,
                          init_noise)
         optimizer = make_optimizer(state.model, profile, device)
+        checkpoint = Path(checkpoint) if checkpoint is not None and checkpoint_every else None
+        params = dict(state.model.named_parameters())
+        first, train_seconds, before = load_checkpoint(checkpoint, [state], optimizer, params)
+        started -= before  # wall time includes the interrupted process's
         if compile:
             state.compile()
-        train_seconds = 0.0
         state.model.train()
-        for step in range(profile.max_iters):
+        state.reporter.step(first)
+        for step in range(first, profile.max_iters):
             if step % profile.eval_interval == 0:
                 state.record_eval(step)
+            if state.diverged_at is not None:
+                break
             t0 = time.perf_counter()
             log = is_log_step(step, profile)
             train_step(state, optimizer, step, log)
             train_seconds += time.perf_counter() - t0
             state.reporter.step(1, **({"loss": state.last_train_loss} if log else {}))
+            if log and state.check_divergence(step):
+                break
+            if checkpoint is not None and (step + 1) % checkpoint_every == 0 and step + 1 < profile.max_iters:
+                save_checkpoint(checkpoint, step + 1, [state], optimizer, params, train_seconds,
+                                time.perf_counter() - started)
         return state.finish(started, train_seconds)
 
 
@@ -406,17 +586,43 @@ def run(
     results_dir: str | os.PathLike = "results",
     force: bool = False,
     init_noise: float = 0.0,
+    claim: bool = True,
     **train_kwargs,
 ) -> tuple[Path, bool]:
     """The record for this run under ``results_dir``, training only if it is missing.
-    Returns ``(path, trained)``."""
+    Returns ``(path, trained)``. Unless ``claim`` is False (a sweep's worker, whose sweep
+    holds the claim), the run is claimed first (:func:`residual_lib.records.claim_run`):
+    if another process is training it, this waits for that record instead."""
     profile = get_profile(profile) if isinstance(profile, str) else profile
     check_run(variant, eval_mode, gain, init_noise)
+    check_seed(seed)
     key = run_key(run_identity(profile, variant, seed, eval_mode, gain, deterministic, replicate, init_noise))
+    folder = Path(results_dir) / profile.name
+    clean_stale_files(folder)
     existing = find_record(results_dir, profile.name, key)
     if existing is not None and not force:
         return existing, False
-    record = train(profile, variant, seed, eval_mode, gain, deterministic, replicate, init_noise=init_noise,
-                   **train_kwargs)
+    check_writable(folder)
     path = record_path(results_dir, profile.name, variant, seed, key)
-    return write_record(record, path), True
+    new_folders = [f for f in (folder, *folder.parents) if not f.exists()]
+    try:
+        with claim_run(path, wait=True, enabled=claim) as mine:
+            if not mine:  # another process trained it meanwhile
+                return path, False
+            every = train_kwargs.pop("checkpoint_every", None)
+            every = CHECKPOINT_EVERY.get(profile.name) if every is None else every
+            saved = checkpoint_path(results_dir, profile.name, path.stem)
+            if force:
+                saved.unlink(missing_ok=True)
+            record = train(profile, variant, seed, eval_mode, gain, deterministic, replicate, init_noise=init_noise,
+                           checkpoint=saved if every else None, checkpoint_every=every or None, **train_kwargs)
+            written = write_record(record, path)
+            saved.unlink(missing_ok=True)
+            return written, True
+    except BaseException:
+        for created in new_folders:  # leave no empty folder behind a run that never started
+            try:
+                created.rmdir()
+            except OSError:
+                break
+        raise

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
-
 import pandas as pd
 import pytest
 
 from residual_lib import paper, scorecard
-from residual_lib.records import record_path, write_record
+from residual_lib.profiles import get_profile
+from residual_lib.records import RECORD_VERSION, record_path, run_identity, run_key, write_record
 
 FLOOR = 3.347
 
@@ -17,14 +16,15 @@ def fake_record(results, profile, variant, seed, final, eval_mode="fixed", gain=
                 replicate=0, layer0=0.1, steps=100, norms=(1.0, 1.0, 1.0), alpha=0.2, device="cpu", train_loss=None):
     """A record with what the rules read; ``norms`` are |h_0|, |h_1|, |h_L| of the final
     model (the same at step 0 unless a test changes them)."""
-    identity = repr((profile, variant, seed, eval_mode, gain, deterministic, replicate)).encode()
-    key = hashlib.sha256(identity).hexdigest()[:16]  # same identity, same file: a rewrite replaces it
+    config_profile = get_profile(profile).override(block_size=8).to_dict()
+    # a valid record: its key is the hash of its own configuration (same identity, same file)
+    key = run_key(run_identity(config_profile, variant, seed, eval_mode, gain, deterministic, replicate))
     log_steps = list(range(0, steps, 10))
     record = {
-        "key": key, "profile": profile, "variant": variant, "seed": seed, "eval_mode": eval_mode, "gain": gain,
+        "record_version": RECORD_VERSION, "key": key, "profile": profile, "variant": variant, "seed": seed, "eval_mode": eval_mode, "gain": gain,
         "deterministic": deterministic, "replicate": replicate, "final_val_loss": final, "best_val_loss": final,
         "unigram_floor": FLOOR + 0.012, "eval_floor": FLOOR, "n_params": 1, "steps": steps, "wall_seconds": 1.0,
-        "tokens_per_second": 1.0, "config": {"profile": {"block_size": 8}}, "provenance": {"device": device},
+        "tokens_per_second": 1.0, "config": {"profile": config_profile}, "provenance": {"device": device},
         "curves": {"train": {"step": log_steps, "loss": train_loss or [final] * len(log_steps),
                              "grad_norm_layer0": [layer0] * len(log_steps),
                              "hidden_norms": [[1.0, 1.0, 1.0]] * len(log_steps)},

@@ -137,5 +137,5 @@ class _RecordingPool:
         future.set_result([])
         return future
 
-    def close(self):
+    def close(self, interrupted=False):
         pass

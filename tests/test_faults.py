@@ -1,0 +1,447 @@
+"""Nothing lost, nothing silently wrong: damaged records, diverged runs, killed and
+concurrent sweeps, layout-independent bits, and the command line's smaller failure modes."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from residual_lib.records import (BadRecordsError, RecordError, clean_stale_files, find_record, load_records,
+                                  read_record, record_path, try_claim)
+from residual_lib.sections import RunSpec
+from residual_lib.sweep import execute_notebook, train_specs
+from residual_lib.train import run
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli(*args: str, cwd: Path = ROOT, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "residual_lib", *args], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=600, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory) -> Path:
+    """One valid smoke record, in a results folder of its own (copy it before damaging it)."""
+    results = tmp_path_factory.mktemp("good")
+    path, trained = run("smoke", "full", 11, results_dir=results, progress=False)
+    assert trained
+    return path
+
+
+def _copy(good: Path, tmp_path: Path) -> Path:
+    target = tmp_path / "results" / "smoke" / good.name
+    target.parent.mkdir(parents=True)
+    shutil.copy(good, target)
+    return target
+
+
+def _damage(path: Path, how: str) -> str:
+    text = path.read_text()
+    rec = json.loads(text)
+    if how == "truncated":
+        path.write_text(text[: len(text) // 2])
+        return "not valid JSON"
+    if how == "empty":
+        path.write_text("")
+        return "empty file"
+    if how == "garbage":
+        path.write_bytes(os.urandom(300))
+        return "not valid JSON"
+    if how == "nan":
+        path.write_text(text.replace(f'"final_val_loss": {rec["final_val_loss"]!r}', '"final_val_loss": NaN'))
+        return "not strict JSON"
+    if how == "missing-field":
+        del rec["final_val_loss"]
+        path.write_text(json.dumps(rec))
+        return "missing field(s) final_val_loss"
+    if how == "other-run":  # another run's content under this file name
+        rec["seed"], rec["key"] = 12, "0123456789abcdef"
+        path.write_text(json.dumps(rec))
+        return "belongs in full_seed12_0123456789abcdef.json"
+    if how == "edited-number":  # a number changed by hand: the content no longer hashes to the key
+        rec["config"]["profile"]["max_iters"] = 1
+        path.write_text(json.dumps(rec))
+        return "hashes to key"
+    raise ValueError(how)
+
+
+DAMAGES = ["truncated", "empty", "garbage", "nan", "missing-field", "other-run", "edited-number"]
+
+
+@pytest.mark.parametrize("how", DAMAGES)
+def test_a_damaged_record_is_named_by_readers_and_retrained_by_the_trainer(good, tmp_path, how, capsys):
+    path = _copy(good, tmp_path)
+    reason = _damage(path, how)
+    results = tmp_path / "results"
+    with pytest.raises(RecordError, match=re.escape(reason)):
+        read_record(path)
+    with pytest.raises(BadRecordsError) as info:
+        load_records(results)
+    assert [e.path for e in info.value.errors] == [path] and reason in str(info.value)
+    assert load_records(results, skip_bad=True).empty
+    # the trainer does not count it as cached: it is moved aside (never deleted) and trained again
+    key = good.name.rsplit("_", 1)[1].removesuffix(".json")
+    assert find_record(results, "smoke", key) is None
+    assert not path.exists() and (path.parent / f"{path.name}.bad").is_file()
+    assert "moved aside" in capsys.readouterr().err
+    again, trained = run("smoke", "full", 11, results_dir=results, progress=False)
+    assert trained and again == path and read_record(again)["final_val_loss"] == read_record(good)["final_val_loss"]
+
+
+def test_summary_and_book_name_every_bad_record_and_stop(good, tmp_path):
+    path = _copy(good, tmp_path)
+    _damage(path, "other-run")
+    summary = cli("summary", str(tmp_path / "results"))
+    assert summary.returncode == 2 and str(path) in summary.stderr and "Traceback" not in summary.stderr
+    assert "--skip-bad" in summary.stderr
+    skipped = cli("summary", str(tmp_path / "results"), "--skip-bad")
+    assert skipped.returncode == 2 and "no run records" in skipped.stderr and str(path) in skipped.stderr
+    book = cli("book", "--profile", "smoke", "--results", str(tmp_path / "results"))
+    assert book.returncode == 2 and str(path) in book.stderr and "Traceback" not in book.stderr
+    assert path.is_file()  # reading never moves anything
+
+
+def test_a_diverging_run_is_stopped_recorded_as_diverged_in_strict_json_and_left_out(tmp_path):
+    result = cli("train", "--variant", "attn_only", "--profile", "smoke", "--seed", "1", "--gain", "1e30",
+                 "--out", str(tmp_path))
+    assert result.returncode == 1, result.stderr
+    assert "DIVERGED at step" in result.stdout
+    path = Path(result.stdout.strip().splitlines()[-1])
+    rec = json.loads(path.read_text(), parse_constant=lambda name: pytest.fail(f"{name} in a record"))
+    assert rec["status"] == "diverged" and rec["diverged_at_step"] < 20
+    assert rec["final_val_loss"] is None and rec["best_val_loss"] is None
+    assert len(rec["curves"]["train"]["step"]) <= 3  # stopped, not trained to the end
+    frame = load_records(tmp_path)
+    assert list(frame.status) == ["diverged"]
+    from residual_lib.records import usable
+
+    assert usable(frame).empty
+    summary = cli("summary", str(tmp_path))
+    assert summary.returncode == 2 and "left out: smoke attn_only seed 1 diverged" in summary.stdout
+
+
+def test_the_sweep_reports_a_diverged_run(tmp_path, monkeypatch):
+    from residual_lib.sweep import sweep
+
+    monkeypatch.setattr("residual_lib.sweep.plan", lambda section, **kw: [RunSpec("smoke", "attn_only", 2, gain=1e30)])
+    report = sweep([str(ROOT / "notebooks" / "06_central.py")], profile="smoke", seeds=[2], results_dir=tmp_path,
+                   run_notebooks=False, progress=False, jobs=1)
+    assert report.ok and len(report.trained) == 1
+    assert len(report.diverged) == 1 and "diverged at step" in report.diverged[0]
+
+
+def _bits(path) -> dict:
+    rec = read_record(path)
+    return {"final": rec["final_val_loss"], "curves": rec["curves"], "diagnostics": rec["diagnostics"]}
+
+
+def test_a_records_bits_depend_on_its_key_not_on_the_layout(tmp_path):
+    """train with two threads, a sweep with one job, one with two jobs and a resumed one."""
+    specs = [RunSpec("smoke", "ffn_only", 42), RunSpec("smoke", "attn_only", 42)]
+    saved = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        direct = [run("smoke", s.variant, s.seed, results_dir=tmp_path / "direct", progress=False)[0] for s in specs]
+        assert torch.get_num_threads() == 2  # the pin is undone after the run
+    finally:
+        torch.set_num_threads(saved)
+    one_job, failed = train_specs(specs, tmp_path / "one", jobs=1, threads=2, progress=False)
+    assert not failed
+    two_jobs, failed = train_specs(specs, tmp_path / "two", jobs=2, threads=1, progress=False)
+    assert not failed
+    resumed, failed = train_specs(specs[1:], tmp_path / "direct-resumed", jobs=1, threads=2, progress=False)
+    assert not failed
+    by_name = {}
+    for path in [*direct, *one_job, *two_jobs, *resumed]:
+        by_name.setdefault(Path(path).name, []).append(_bits(path))
+    assert len(by_name) == 2
+    for name, versions in by_name.items():
+        assert all(v == versions[0] for v in versions[1:]), name
+    assert read_record(direct[0])["provenance"]["cpu_threads"] == 1
+
+
+def _sweep_args(tmp_path: Path, profile: str, seed: int, jobs: int) -> list[str]:
+    """A sweep of chapter 6's four runs, without notebooks."""
+    return [sys.executable, "-m", "residual_lib", "sweep", str(ROOT / "notebooks" / "06_central.py"), "--profile",
+            profile, "--seeds", str(seed), "--no-notebooks", "--jobs", str(jobs), "--out", str(tmp_path)]
+
+
+@contextlib.contextmanager
+def _running_sweep(tmp_path: Path, seed: int, jobs: int, children: int, **popen):
+    """A smoke-long sweep in its own session, once it has ``children`` processes (workers
+    and the resource tracker): yields the process and those children; kills what is left."""
+    proc = subprocess.Popen(_sweep_args(tmp_path, "smoke-long", seed, jobs), cwd=ROOT, start_new_session=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, **popen)
+    try:
+        deadline, workers = time.monotonic() + 120, []
+        while time.monotonic() < deadline and len(workers) < children:
+            time.sleep(0.5)
+            workers = _children(proc.pid)
+        assert len(workers) >= children, workers
+        yield proc, workers
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _alive(pids: list[int]) -> list[int]:
+    import psutil
+
+    return [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+
+
+def _children(pid: int) -> list[int]:
+    import psutil
+
+    return [p.pid for p in psutil.Process(pid).children(recursive=True)]
+
+
+def test_killing_the_sweep_leaves_no_worker_behind(tmp_path):
+    with _running_sweep(tmp_path, 5, 2, 3, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as (proc, workers):
+        os.kill(proc.pid, signal.SIGKILL)  # two workers and the resource tracker are left without a parent
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and _alive(workers):
+            time.sleep(0.5)
+        assert not _alive(workers)
+
+
+def test_sigterm_stops_a_sweep_like_ctrl_c_and_keeps_finished_records(tmp_path):
+    with _running_sweep(tmp_path, 6, 1, 2, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as (proc, workers):
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130 and "interrupted; finished records are kept" in err
+        assert "Traceback" not in err
+        time.sleep(1)
+        assert not _alive(workers)
+        assert not list((tmp_path / "smoke-long").glob(".*.claim"))  # claims given back
+
+
+def test_two_sweeps_on_one_folder_split_the_work(tmp_path):
+    args = _sweep_args(tmp_path, "smoke", 21, 1)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    trained = [int(re.search(r"(\d+) run\(s\) trained", out).group(1)) for out, _ in outs]
+    assert sum(trained) == 4, outs  # four runs, each trained once
+    assert len(list((tmp_path / "smoke").glob("*.json"))) == 4
+
+
+def test_a_claim_of_a_dead_process_is_taken_over(tmp_path):
+    target = record_path(tmp_path, "smoke", "full", 1, "0" * 16)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    claim = target.with_name(f".{target.stem}.claim")
+    claim.parent.mkdir(parents=True)
+    import socket
+
+    claim.write_text(json.dumps({"pid": int(dead.stdout), "host": socket.gethostname()}))
+    assert try_claim(target)
+    assert json.loads(claim.read_text())["pid"] == os.getpid()
+
+
+def test_an_unwritable_output_fails_before_training(tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    result = cli("train", "--variant", "full", "--profile", "smoke", "--out", str(blocker / "results"))
+    assert result.returncode == 2 and "cannot write run records" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "step" not in result.stderr
+    bench = cli("bench", "--profile", "smoke", "--json", str(blocker / "bench.json"))
+    assert bench.returncode == 2 and "cannot write" in bench.stderr and bench.stdout == ""
+
+    import residual_lib.train as train_module
+
+    monkeypatch.setattr("shutil.disk_usage", lambda path: shutil._ntuple_diskusage(10**9, 10**9, 2**20))
+    monkeypatch.setattr(train_module, "train", lambda *a, **k: pytest.fail("trained into a full disk"))
+    with pytest.raises(train_module.RunError, match="MB free"):
+        run("smoke", "full", 1, results_dir=tmp_path / "full-disk")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["train", "--variant", "full", "--profile", "smoke", "--seed", "-1"], "seed must be an integer from 0"),
+    (["train", "--variant", "full", "--profile", "smoke", "--seed", str(2**64)], "seed must be an integer from 0"),
+    (["summary", "README.md"], "bad run record README.md: not valid JSON"),
+    (["summary", "results", "--profile", "bogus"], "unknown profile 'bogus'"),
+    (["sweep", "--all", "--profile", "smoke", "--executor", "submitit", "--cluster", "bogus"], "unknown cluster"),
+])
+def test_more_bad_input_gets_one_line_and_exit_2(args, message):
+    result = cli(*args)
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+def test_quiet_is_silent_and_a_closed_stderr_does_not_stop_a_run(tmp_path):
+    quiet = cli("train", "--variant", "full", "--profile", "smoke", "--seed", "3", "--quiet", "--out", str(tmp_path))
+    assert quiet.returncode == 0 and quiet.stderr == ""
+    proc = subprocess.Popen([sys.executable, "-m", "residual_lib", "train", "--variant", "full", "--profile", "smoke",
+                             "--seed", "4", "--out", str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc.stderr.close()  # nobody reads the progress lines any more
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0
+    assert Path(out.decode().strip().splitlines()[-1]).is_file()
+
+
+def test_stale_temporary_files_are_cleaned_and_records_are_world_readable(good, tmp_path):
+    folder = tmp_path / "smoke"
+    folder.mkdir()
+    stale, fresh = folder / ".x.json.abc.tmp", folder / ".y.json.def.tmp"
+    stale.write_text("{")
+    fresh.write_text("{")
+    old = time.time() - 3600
+    os.utime(stale, (old, old))
+    assert clean_stale_files(folder) == [stale] and fresh.exists()
+    mask = os.umask(0o022)
+    os.umask(mask)
+    assert good.stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+def test_an_interrupted_notebook_is_labelled_interrupted(tmp_path, monkeypatch):
+    import papermill
+
+    def interrupted(nb, out, **kwargs):
+        Path(out).write_text("{}")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(papermill, "execute_notebook", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        execute_notebook(ROOT / "notebooks" / "03_setup.py", {"profile": "smoke"}, tmp_path)
+    assert (tmp_path / "03_setup.interrupted.ipynb").is_file()
+    assert not (tmp_path / "03_setup.failed.ipynb").exists()
+
+
+def test_every_committed_record_passes_validation():
+    frame = load_records(ROOT / "results")
+    assert len(frame) >= 78 and set(frame.status) == {"ok"}
+    assert all(read_record(p)["schema_version"] == 2 for p in frame.path)  # migrated: scripts/migrate_records.py
+
+
+class _Killed(BaseException):
+    """Stands for a kill: raised in the middle of training, caught by nothing."""
+
+
+def _kill_at(monkeypatch, module, name, step_to_die):
+    original = getattr(module, name)
+
+    def dying(*args, **kwargs):
+        step = args[2] if name == "train_step" else args[0]
+        if step == step_to_die:
+            raise _Killed
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, dying)
+
+
+def test_a_killed_run_resumes_from_its_checkpoint_bitwise_identical(tmp_path, monkeypatch):
+    import residual_lib.train as train_module
+
+    whole, _ = run("smoke", "attn_only", 8, results_dir=tmp_path / "whole", progress=False, checkpoint_every=50)
+    with monkeypatch.context() as patch:
+        _kill_at(patch, train_module, "train_step", 100)
+        with pytest.raises(_Killed):
+            run("smoke", "attn_only", 8, results_dir=tmp_path / "killed", progress=False, checkpoint_every=50)
+    saved = list((tmp_path / "killed" / "smoke" / ".checkpoints").glob("*.pt"))
+    assert len(saved) == 1 and torch.load(saved[0], weights_only=False)["step"] == 100
+    assert not list((tmp_path / "killed" / "smoke").glob("*.json"))
+    resumed, trained = run("smoke", "attn_only", 8, results_dir=tmp_path / "killed", progress=False,
+                           checkpoint_every=50)
+    assert trained and read_record(resumed)["provenance"]["resumed_from_step"] == 100
+    assert _bits(resumed) == _bits(whole)
+    assert not saved[0].exists()  # the checkpoint goes once the record is written
+
+
+def test_a_killed_fused_group_resumes_bitwise_identical(tmp_path, monkeypatch):
+    import residual_lib.fused as fused_module
+    from residual_lib.fused import run_fused
+
+    runs = [{"variant": "full", "seed": 1}, {"variant": "ffn_only", "seed": 2}]
+    whole = run_fused("smoke", runs, results_dir=tmp_path / "whole", progress=False, checkpoint_every=50)
+    original = fused_module.FusedTrainer.step
+
+    def dying(self, step, log):
+        if step == 100:
+            raise _Killed
+        return original(self, step, log)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(fused_module.FusedTrainer, "step", dying)
+        with pytest.raises(_Killed):
+            run_fused("smoke", runs, results_dir=tmp_path / "killed", progress=False, checkpoint_every=50)
+    resumed = run_fused("smoke", runs, results_dir=tmp_path / "killed", progress=False, checkpoint_every=50)
+    for (a, _), (b, trained) in zip(whole, resumed):
+        assert trained and _bits(a) == _bits(b)
+        assert read_record(b)["provenance"]["resumed_from_step"] == 100
+    assert not list((tmp_path / "killed" / "smoke" / ".checkpoints").glob("*.pt"))
+
+
+def test_old_records_migrate_to_the_current_schema_keeping_their_keys(good, tmp_path):
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from migrate_records import canonical, main
+
+    path = _copy(good, tmp_path)
+    old = json.loads(path.read_text())
+    for name in ("schema_version", "status", "diverged_at_step"):
+        del old[name]
+    path.write_text(canonical(old))
+    assert load_records(tmp_path / "results").status.tolist() == ["ok"]  # readable before migrating
+    assert main([str(tmp_path / "results")]) == 0
+    new = read_record(path)
+    assert (new["schema_version"], new["status"], new["key"]) == (2, "ok", old["key"])
+    assert {k: v for k, v in new.items() if k not in ("schema_version", "status", "diverged_at_step")} == old
+    before = path.read_bytes()
+    assert main([str(tmp_path / "results")]) == 0 and path.read_bytes() == before
+
+
+def test_ctrl_c_during_a_notebook_prints_one_line(tmp_path):
+    """The kernel's dying-socket tracebacks go to <name>.kernel.log, not to the terminal."""
+    notebook = tmp_path / "slow.py"
+    notebook.write_text("# %%\nimport time\n\n# %%\ntime.sleep(60)\n")
+    script = tmp_path / "run.py"
+    script.write_text(
+        "import sys\nfrom pathlib import Path\nfrom residual_lib.sweep import execute_notebook\n"
+        "try:\n"
+        f"    execute_notebook(Path({str(notebook)!r}), {{}}, Path({str(tmp_path / 'out')!r}))\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted', file=sys.stderr)\n    sys.exit(130)\n")
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    log = tmp_path / "out" / "slow.kernel.log"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (log.exists() and (tmp_path / "out" / ".slow.running.ipynb").exists()):
+        time.sleep(0.2)
+    time.sleep(4)  # the kernel is up and inside time.sleep
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and err.strip().splitlines() == ["interrupted"], err
+    assert (tmp_path / "out" / "slow.interrupted.ipynb").is_file()
+
+
+def test_a_fresh_run_reproduces_a_committed_records_bits():
+    """The first 31 steps of the committed cpu attn_only seed-1337 record, made on another
+    machine, are bitwise the same here: one thread and the AVX2 kernels, whatever the CPU."""
+    committed = read_record(ROOT / "results" / "cpu" / "attn_only_seed1337_a28e5f2f3b15c1d0.json")
+    code = ("import json, residual_lib\nfrom residual_lib.train import train\n"
+            "rec = train(residual_lib.get_profile('cpu', max_iters=31), 'attn_only', 1337, progress=False)\n"
+            "print(json.dumps({'loss': rec['curves']['train']['loss'], 'isa': rec['provenance']['cpu_capability']}))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert result.returncode == 0, result.stderr
+    fresh = json.loads(result.stdout.strip().splitlines()[-1])
+    assert len(fresh["loss"]) == 4  # steps 0, 10, 20 and 30; at 30 the AVX-512 kernels differ in the last bits
+    assert fresh["loss"] == committed["curves"]["train"]["loss"][:4]
+    assert fresh["isa"] in ("AVX2", "DEFAULT", "NO AVX")  # pinned on x86; other CPUs have their own

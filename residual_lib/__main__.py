@@ -5,6 +5,7 @@
     python -m residual_lib sweep notebooks/06_central.py --profile cpu --seeds 1337 42 123 [--jobs N]
                                  [--threads N] [--fuse K] [--compile] [--executor local|submitit] [--all]
     python -m residual_lib bench --profile cpu|paper-10m [--fuse K] [--steps N] [--json PATH]
+    python -m residual_lib device-check [--device cuda] [--checks NAME ...] [--json PATH]
     python -m residual_lib book [--profile cpu] [--skip-bad]
     python -m residual_lib summary [DIR] [--profile cpu] [--skip-bad]
 
@@ -86,6 +87,13 @@ def _build_parser() -> argparse.ArgumentParser:
     m.add_argument("--device", default="auto", help="auto, cpu or cuda (default auto)")
     m.add_argument("--json", default=None, help="also write the figures to this JSON file")
     m.add_argument("--compile", action="store_true", help="every figure through torch.compile")
+
+    d = sub.add_parser("device-check", help="check the accelerator code paths (bf16, fused, dropout, gradient "
+                                            "accumulation, compile): one line per check, no pytest needed")
+    d.add_argument("--device", default="auto", help="auto, cpu or cuda (default auto)")
+    d.add_argument("--checks", nargs="+", default=None,
+                   help="which checks (default: every check that applies to the device)")
+    d.add_argument("--json", default=None, help="also write the report to this JSON file")
 
     b = sub.add_parser("book", help="execute every notebook from the records, then build the jupyter-book site")
     b.add_argument("--profile", default="cpu", help="profile whose records the chapters show (default cpu)")
@@ -234,6 +242,24 @@ def _bench(args) -> int:
     return 0
 
 
+def _device_check(args) -> int:
+    from .devicecheck import CHECKS, run_checks, write_report
+
+    device = resolve_device(args.device)
+    unknown = [n for n in args.checks or [] if n not in CHECKS]
+    if unknown:
+        raise RunError(f"unknown check(s) {', '.join(unknown)}: choose from {', '.join(CHECKS)}")
+    if args.json:
+        from pathlib import Path
+
+        check_writable(Path(args.json).resolve().parent)
+    report = run_checks(device, args.checks)
+    if args.json:
+        write_report(report, args.json)
+        print(args.json)
+    return 0 if report["ok"] else 1
+
+
 def _book(args) -> int:
     import subprocess
 
@@ -263,8 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        return {"train": _train, "sweep": _sweep, "bench": _bench, "book": _book,
-                "summary": _summary}[args.command](args)
+        return {"train": _train, "sweep": _sweep, "bench": _bench, "book": _book, "summary": _summary,
+                "device-check": _device_check}[args.command](args)
     except (RunError, ProfileError, DataError, RecordError) as exc:
         print(f"python -m residual_lib: error: {exc}", file=sys.stderr)
         return 2

@@ -11,11 +11,16 @@ Three corpora, all held as 1-D integer token arrays split into train and val:
   100,000), GPT-2 BPE with an end-of-text token after each document, written
   once to uint16 memmaps by :func:`prepare_openwebtext`.
 
-Where files come from: a data directory given as an argument or by the
-``RESIDUAL_DATA_DIR`` environment variable (expected layout:
-``tinyshakespeare/input.txt``, optionally ``tiktoken/`` as a tiktoken cache),
-otherwise a download into the cache directory (``RESIDUAL_CACHE_DIR``, default
-``~/.cache/residual_lib``). OpenWebText is streamed from the Hugging Face hub
+Where files come from. TinyShakespeare (1,115,394 characters) ships with the package
+(``residual_lib/corpora/tinyshakespeare.txt``, checked against :data:`SHAKESPEARE_SHA256`
+when loaded), so nothing needs a network or a setting. A data directory given as an
+argument or by the ``RESIDUAL_DATA_DIR`` environment variable takes precedence (expected
+layout: ``tinyshakespeare/input.txt``, optionally ``tiktoken/`` as a tiktoken cache); if
+the packaged file is missing (a trimmed install), the text is downloaded into the cache
+directory (``RESIDUAL_CACHE_DIR``, default ``~/.cache/residual_lib``) and verified. GPT-2's
+BPE comes from tiktoken, which reads its cache (``TIKTOKEN_CACHE_DIR``, or the data
+directory's ``tiktoken/``) or downloads once; offline without a cache it is a one-line
+error. OpenWebText is streamed from the Hugging Face hub
 (``Skylion007/openwebtext``) or read from ``RESIDUAL_OPENWEBTEXT_SOURCE``, a dataset
 name or a local ``.jsonl``/``.txt`` file. Derived files are only ever written to the cache
 directory, never into the data directory.
@@ -23,6 +28,7 @@ directory, never into the data directory.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -81,17 +87,34 @@ def atomic_write_bytes(path: Path, payload: bytes) -> None:
         raise
 
 
+#: The copy of TinyShakespeare that ships with the package.
+PACKAGED_SHAKESPEARE = Path(__file__).resolve().parent / "corpora" / "tinyshakespeare.txt"
+
+
+@functools.lru_cache(maxsize=4)
+def _verified(path: Path, size: int, mtime: float) -> bool:
+    return hashlib.sha256(path.read_bytes()).hexdigest() == SHAKESPEARE_SHA256
+
+
 def shakespeare_path(directory: str | os.PathLike | None = None) -> Path:
-    """The TinyShakespeare text file, downloading it when no data directory is set."""
+    """The TinyShakespeare text file: the data directory's when one is set, otherwise the
+    packaged copy (verified), otherwise a verified download into the cache."""
     root = data_dir(directory)
     if root is not None:
         path = root / "tinyshakespeare" / "input.txt"
         if not path.is_file():
             raise DataError(
                 f"TinyShakespeare not found at {path}: point RESIDUAL_DATA_DIR (or --data-dir) "
-                "at a folder holding tinyshakespeare/input.txt, or unset it to download"
+                "at a folder holding tinyshakespeare/input.txt, or unset it to use the packaged copy"
             )
         return path
+    packaged = PACKAGED_SHAKESPEARE
+    if packaged.is_file():
+        stat = packaged.stat()
+        if not _verified(packaged, stat.st_size, stat.st_mtime):
+            raise DataError(f"{packaged} does not match TinyShakespeare's sha256 {SHAKESPEARE_SHA256}: reinstall "
+                            "residual_lib (or delete the file to download a fresh copy)")
+        return packaged
     path = cache_dir() / "tinyshakespeare" / "input.txt"
     if not path.is_file():
         try:

@@ -243,6 +243,21 @@ def check_writable(folder: str | os.PathLike) -> Path:
     return folder
 
 
+_BF16_ON_CUDA = True
+
+
+@contextmanager
+def fp32_on_cuda():
+    """Train on CUDA without bf16 autocast for a block (the device checks compare fused and
+    single training in fp32, where they agree to float rounding)."""
+    global _BF16_ON_CUDA
+    saved, _BF16_ON_CUDA = _BF16_ON_CUDA, False
+    try:
+        yield
+    finally:
+        _BF16_ON_CUDA = saved
+
+
 @contextmanager
 def cpu_threads(device: str, deterministic: bool):
     """Pin a deterministic CPU run to :data:`DETERMINISTIC_CPU_THREADS` threads for a block
@@ -336,7 +351,9 @@ class RunState:
         if self.init_noise:
             perturb_init(model, self.init_noise, seed, replicate)
         self.model = model.to(device)
-        self.autocast = torch.autocast("cuda", dtype=torch.bfloat16) if device.startswith("cuda") else nullcontext()
+        bf16 = device.startswith("cuda") and _BF16_ON_CUDA
+        self.precision = "bf16 autocast" if bf16 else "fp32"
+        self.autocast = torch.autocast("cuda", dtype=torch.bfloat16) if bf16 else nullcontext()
         self.data_gen = torch.Generator().manual_seed(seed)
         self.valset = ValidationSet(corpus.val, profile.block_size, profile.batch_size, profile.eval_iters, eval_mode,
                                     seed)
@@ -442,6 +459,7 @@ class RunState:
             }
         prov = provenance(self.device, self.deterministic)  # inside the block: records the settings in force
         prov["compiled"] = self.compiled
+        prov["precision"] = self.precision
         if self.resumed_from is not None:
             prov["resumed_from_step"] = self.resumed_from
         if self.device.startswith("cuda"):

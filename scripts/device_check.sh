@@ -1,19 +1,91 @@
 #!/usr/bin/env bash
-# One GPU session: the paper-10m benchmark, then as much of the paper-10m central sweep
-# (4 variants x 8 seeds, fused on the GPU) as the time limit allows. Needs only torch,
-# pandas and tiktoken (no papermill: --no-notebooks). Records go to $OUT/results, the
-# benchmark to $OUT/bench-paper-10m.json; copy the records under results/paper-10m/.
-#   OUT=/some/dir SWEEP_SECONDS=420 bash scripts/device_check.sh
+# One lent accelerator, one call: what the machine is, the device checks, the benchmark, then
+# as much of the paper-10m central sweep as fits before a deadline, packed for the trip back.
+#
+#   DEVICE=cuda PROFILE=paper-10m SECONDS=540 OUT=/some/dir bash scripts/device_check.sh
+#   DEVICE=cpu  PROFILE=smoke     SECONDS=120 OUT=/tmp/dc   bash scripts/device_check.sh   # the rehearsal
+#
+# Settings: DEVICE (cuda), PROFILE (paper-10m), SECONDS (the script's whole budget, default
+# 540), OUT (required), SEEDS (1337 42 123 1 2 3 4 5), SECTIONS (notebooks/06_central.py),
+# WORK (scratch folder outside OUT), PYTHON (python).
+# Needs only what the GPU image has (torch, pandas, numpy, tqdm): no pytest, papermill or
+# jupytext; the corpus ships with the package. tests/test_device.py runs this very script on
+# CPU at smoke, so it cannot break unnoticed.
+#
+# Under OUT, at most 8 files, none in a sub-folder:
+#   env.txt            python, torch, CUDA, GPU, git commit
+#   checks.json/.log   python -m residual_lib device-check (bf16 smoke run, fused = single in
+#                      fp32, dropout under vmap, gradient accumulation, torch.compile)
+#   bench.json/.log    tokens/s and MFU: one model, 8 fused, the sweep layout
+#   sweep.log          the sweep's progress; it stops at the deadline, keeping finished groups
+#   records.tar.gz     results/<PROFILE>/*.json: unpack at the repository root and commit
+#   summary.txt        python -m residual_lib summary of those records
+#
+# Time plan for a 15-minute lease (every second of it counted: start-up, commands, idle):
+#   start-up ~2 min | env 5 s | checks ~1.5 min (compile ~40 s of it) | bench <= 90 s
+#   (--steps 20 --repeats 1) | sweep until SECONDS minus 30 s | pack ~5 s.
+#   SECONDS=540 (9 min) ends the call 11 min into the lease, leaving 4 min (>= 3) to rerun.
+# paper-10m on paper (README, "On a GPU"): 10.67M parameters, 71.1 MFLOPs per token (6N +
+# attention), 16,384 tokens a step: 1.17 TFLOPs a step. At 40% of an H200's 989 TFLOP/s
+# bf16 dense peak: 2.9 ms a step, ~15 s of training and ~4 s of evaluation a run, ~19 s a
+# run; the 32-run central sweep, fused by 8, in 4 groups of ~2.5 min: ~10 min. The first
+# lease has ~5.5 minutes left for the sweep after the checks and the bench: 2 groups at 40%
+# of peak (16 runs: seeds 1337, 42, 123 and 1, the sweep going seed by seed), 1 at 20%. A
+# second lease, on a checkout with those records committed, skips them and trains the rest;
+# SECTIONS="notebooks/06_central.py notebooks/07_mechanism.py notebooks/08_reproduction.py"
+# adds the mixer and the repeats once the central sweep is complete. A group cut off at the
+# deadline is lost (its checkpoint, ~1 GB for 8 models, does not travel back).
 set -euo pipefail
-OUT=${OUT:?set OUT to a folder for the results}
-SWEEP_SECONDS=${SWEEP_SECONDS:-420}
-mkdir -p "$OUT/results"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt" || true
-python -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" | tee -a "$OUT/gpu.txt"
-python -m residual_lib bench --profile paper-10m --fuse 8 --steps 20 --json "$OUT/bench-paper-10m.json" \
-    2>&1 | tee "$OUT/bench.log"
-# a killed sweep keeps every finished group's records; rerunning resumes
-timeout --signal=INT "$SWEEP_SECONDS" python -m residual_lib sweep notebooks/06_central.py --profile paper-10m \
-    --device cuda --seeds 1337 42 123 1 2 3 4 5 --no-notebooks --out "$OUT/results" 2>&1 | tee "$OUT/sweep.log" \
-    || echo "sweep stopped after ${SWEEP_SECONDS}s; finished records are under $OUT/results"
-python -m residual_lib summary "$OUT/results" --profile paper-10m | tee "$OUT/summary.txt" || true
+budget=$SECONDS  # bash counts SECONDS up from the value given in the environment (0 when unset)
+(( budget > 1 )) || budget=540
+started=$(date +%s)
+deadline=$(( started + budget - 30 ))
+DEVICE=${DEVICE:-cuda}
+PROFILE=${PROFILE:-paper-10m}
+SEEDS=${SEEDS:-1337 42 123 1 2 3 4 5}
+SECTIONS=${SECTIONS:-notebooks/06_central.py}
+OUT=${OUT:?set OUT to the folder that comes back}
+WORK=${WORK:-$(mktemp -d)}
+PYTHON=${PYTHON:-python}
+mkdir -p "$OUT" "$WORK"
+OUT=$(cd "$OUT" && pwd) WORK=$(cd "$WORK" && pwd)
+cd "$(dirname "$0")/.."
+left() { echo $(( deadline - $(date +%s) )); }
+
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)"
+  echo "device: $DEVICE  profile: $PROFILE  budget: ${budget}s  seeds: $SEEDS  sections: $SECTIONS"
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo "no nvidia-smi"
+  "$PYTHON" -c "import platform, torch; print('python', platform.python_version(), 'torch', torch.__version__,
+      'cuda', torch.version.cuda, 'available', torch.cuda.is_available())"
+} > "$OUT/env.txt" 2>&1
+
+"$PYTHON" -m residual_lib device-check --device "$DEVICE" --json "$OUT/checks.json" > "$OUT/checks.log" 2>&1 \
+  || echo "some device checks failed: see checks.log" >> "$OUT/env.txt"
+
+bench_steps=20
+[[ $DEVICE == cpu ]] && bench_steps=2
+timeout --signal=TERM "$(( $(left) > 90 ? 90 : $(left) ))" \
+  "$PYTHON" -m residual_lib bench --profile "$PROFILE" --device "$DEVICE" --fuse 8 --steps "$bench_steps" \
+    --warmup 1 --repeats 1 --json "$OUT/bench.json" > "$OUT/bench.log" 2>&1 \
+  || echo "bench stopped or failed: see bench.log" >> "$OUT/env.txt"
+
+# SIGTERM stops the sweep as Ctrl-C does: finished records stay, runs in flight are stopped
+remaining=$(left)
+if (( remaining > 10 )); then
+  # shellcheck disable=SC2086
+  timeout --signal=TERM "$remaining" "$PYTHON" -m residual_lib sweep $SECTIONS \
+      --profile "$PROFILE" --device "$DEVICE" --seeds $SEEDS --no-notebooks --out "$WORK/results" \
+      > "$OUT/sweep.log" 2>&1 || echo "sweep stopped at the deadline or failed: see sweep.log" >> "$OUT/env.txt"
+else
+  echo "no time left for the sweep" > "$OUT/sweep.log"
+fi
+
+mkdir -p "$WORK/results/$PROFILE"
+(cd "$WORK" && find "results/$PROFILE" -maxdepth 1 -name '*.json' -print0 | sort -z \
+  | tar --null -czf "$OUT/records.tar.gz" -T -)
+"$PYTHON" -m residual_lib summary "$WORK/results" --profile "$PROFILE" > "$OUT/summary.txt" 2>&1 \
+  || echo "no records to summarise yet" >> "$OUT/summary.txt"
+echo "done in $(( $(date +%s) - started ))s: $(tar -tzf "$OUT/records.tar.gz" | wc -l) record(s) in records.tar.gz" \
+  | tee -a "$OUT/env.txt"

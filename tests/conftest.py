@@ -72,3 +72,17 @@ def built_book(smoke_results, tmp_path_factory) -> Path:
     index = book.build("smoke", smoke_results, root=tmp)
     assert index.is_file()
     return tmp / "_build" / "html"
+
+
+@pytest.fixture(scope="session")
+def gpt2(data_dir):
+    """tiktoken's gpt2 encoding; without network or a tiktoken cache the test is skipped
+    (CI has the cache and sets RESIDUAL_REQUIRE_GPT2, so there it must run)."""
+    from residual_lib.data import DataError, gpt2_encoding
+
+    try:
+        return gpt2_encoding(data_dir)
+    except DataError as exc:
+        if os.environ.get("RESIDUAL_REQUIRE_GPT2"):
+            pytest.fail(str(exc))
+        pytest.skip(f"GPT-2 BPE unavailable offline: {exc}")

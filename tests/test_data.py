@@ -29,7 +29,7 @@ def test_tinyshakespeare_characters_match_the_papers_split(char_corpus):
     assert char_corpus.decode(char_corpus.train[:14].tolist()) == "First Citizen:"
 
 
-def test_gpt2_tinyshakespeare_matches_nanogpt(data_dir):
+def test_gpt2_tinyshakespeare_matches_nanogpt(data_dir, gpt2):
     corpus = load_corpus("shakespeare_gpt2", data_dir)
     assert corpus.vocab_size == 50_257
     assert corpus.sizes == {"train": 301_966, "val": 36_059}
@@ -77,7 +77,7 @@ def test_missing_data_directory_names_the_fix(tmp_path):
         load_corpus("shakespeare_char", tmp_path)
 
 
-def test_openwebtext_preparation_writes_uint16_memmaps(tmp_path, data_dir):
+def test_openwebtext_preparation_writes_uint16_memmaps(tmp_path, data_dir, gpt2):
     docs = [f"Document {i}: the quick brown fox {'jumps ' * i}over the lazy dog." for i in range(30)]
     source = tmp_path / "corpus.jsonl"
     source.write_text("".join(json.dumps({"text": d}) + "\n" for d in docs))
@@ -99,7 +99,7 @@ def test_openwebtext_preparation_writes_uint16_memmaps(tmp_path, data_dir):
     assert json.loads((out / "meta.json").read_text()) == meta
 
 
-def test_openwebtext_loader_prepares_into_the_cache(tmp_path, data_dir, monkeypatch):
+def test_openwebtext_loader_prepares_into_the_cache(tmp_path, data_dir, monkeypatch, gpt2):
     import residual_lib.data as data
 
     source = tmp_path / "docs.txt"
@@ -111,9 +111,44 @@ def test_openwebtext_loader_prepares_into_the_cache(tmp_path, data_dir, monkeypa
     assert math.isfinite(corpus.unigram_floor())
 
 
+def test_the_packaged_corpus_needs_no_network_and_no_setting(monkeypatch, tmp_path):
+    import residual_lib.data as data
+
+    monkeypatch.delenv("RESIDUAL_DATA_DIR", raising=False)
+    monkeypatch.setattr(data, "SHAKESPEARE_URL", "http://127.0.0.1:9/input.txt")  # a download would fail
+    assert shakespeare_path() == data.PACKAGED_SHAKESPEARE
+    corpus = load_corpus("shakespeare_char")
+    assert corpus.sizes == {"train": 1_003_854, "val": 111_540} and corpus.vocab_size == 65
+    assert not (data.cache_dir() / "tinyshakespeare").exists()
+    damaged = tmp_path / "tinyshakespeare.txt"
+    damaged.write_bytes(data.PACKAGED_SHAKESPEARE.read_bytes()[:-1] + b"?")
+    monkeypatch.setattr(data, "PACKAGED_SHAKESPEARE", damaged)
+    with pytest.raises(DataError, match="does not match TinyShakespeare's sha256"):
+        shakespeare_path()
+
+
+def test_the_gpt2_encoding_offline_without_a_cache_is_one_line(monkeypatch, tmp_path):
+    import residual_lib.data as data
+
+    monkeypatch.delenv("RESIDUAL_DATA_DIR", raising=False)
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty-cache"))
+    import tiktoken.load
+
+    def offline(*args, **kwargs):
+        raise ConnectionError("no network")
+
+    monkeypatch.setattr(tiktoken.load, "read_file", offline)
+    import tiktoken.registry
+
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})
+    with pytest.raises(DataError, match="set TIKTOKEN_CACHE_DIR"):
+        data.gpt2_encoding()
+
+
 def test_download_path_verifies_and_caches_the_file(monkeypatch, data_dir, tmp_path):
     import residual_lib.data as data
 
+    monkeypatch.setattr(data, "PACKAGED_SHAKESPEARE", Path("/nonexistent/tinyshakespeare.txt"))  # a trimmed install
     if data_dir is None:
         pytest.skip("needs a local copy to serve as the download source")
     monkeypatch.delenv("RESIDUAL_DATA_DIR", raising=False)
@@ -128,6 +163,7 @@ def test_download_path_verifies_and_caches_the_file(monkeypatch, data_dir, tmp_p
 def test_offline_download_failure_names_the_fix_and_writes_nothing(monkeypatch):
     import residual_lib.data as data
 
+    monkeypatch.setattr(data, "PACKAGED_SHAKESPEARE", Path("/nonexistent/tinyshakespeare.txt"))  # a trimmed install
     monkeypatch.delenv("RESIDUAL_DATA_DIR", raising=False)
     monkeypatch.setattr(data, "SHAKESPEARE_URL", "http://127.0.0.1:9/input.txt")  # nothing listens there
     with pytest.raises(DataError, match="set RESIDUAL_DATA_DIR"):
@@ -138,6 +174,7 @@ def test_offline_download_failure_names_the_fix_and_writes_nothing(monkeypatch):
 def test_corrupt_download_is_rejected(monkeypatch, tmp_path):
     import residual_lib.data as data
 
+    monkeypatch.setattr(data, "PACKAGED_SHAKESPEARE", Path("/nonexistent/tinyshakespeare.txt"))  # a trimmed install
     monkeypatch.delenv("RESIDUAL_DATA_DIR", raising=False)
     bogus = tmp_path / "input.txt"
     bogus.write_text("not shakespeare")

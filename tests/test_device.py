@@ -1,0 +1,99 @@
+"""The accelerator code paths (residual_lib.devicecheck) and the device script, rehearsed on
+CPU; the CUDA checks run where CUDA exists."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+import torch
+
+from residual_lib import devicecheck
+from residual_lib.records import validate_record
+
+ROOT = Path(__file__).resolve().parents[1]
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+
+
+def test_gradient_accumulation_of_four_micro_batches_equals_one_batch_of_four_times_the_size():
+    result = devicecheck.grad_accum("cpu")
+    assert result["max_relative_gradient_difference"]["single"] <= 1e-5
+    assert result["max_relative_gradient_difference"]["fused"] <= 1e-5
+
+
+def test_gradient_accumulation_check_catches_a_trainer_that_ignores_it(monkeypatch):
+    import residual_lib.train as train_module
+
+    original = train_module.train_step
+
+    def unscaled(state, optimizer, step, log):  # sums the micro-batch losses instead of averaging them
+        profile = state.profile
+        monkeypatch.setattr(state, "profile", profile.override(grad_accum=1))
+        for _ in range(profile.grad_accum - 1):
+            x, y = state.next_batch()
+            state.net(x, y)[1].backward()
+        return original(state, optimizer, step, log)
+
+    monkeypatch.setattr(devicecheck, "train_step", unscaled)
+    with pytest.raises(devicecheck.CheckFailed, match="micro-batches"):
+        devicecheck.grad_accum("cpu")
+
+
+def test_dropout_in_a_fused_group_draws_each_members_own_masks():
+    result = devicecheck.dropout_fused("cpu")
+    a, b = result["final_val_losses"]
+    assert a != b and max(a, b) < result["eval_floor"] - 0.1
+
+
+@cuda
+@pytest.mark.parametrize("name", list(devicecheck.CHECKS))
+def test_every_check_passes_on_cuda(name):
+    result = devicecheck.CHECKS[name][0]("cuda")
+    assert result
+
+
+def test_the_cli_reports_a_line_per_check_and_a_json_report(tmp_path):
+    out = tmp_path / "checks.json"
+    result = subprocess.run([sys.executable, "-m", "residual_lib", "device-check", "--device", "cpu", "--checks",
+                             "grad_accum", "--json", str(out)], cwd=ROOT, capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0].startswith("ok     grad_accum (")
+    report = json.loads(out.read_text())
+    assert report["ok"] and report["environment"]["device"] == "cpu"
+    bad = subprocess.run([sys.executable, "-m", "residual_lib", "device-check", "--checks", "nonsense"], cwd=ROOT,
+                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+    assert bad.returncode == 2 and "unknown check(s) nonsense" in bad.stderr
+
+
+def test_the_device_script_runs_end_to_end_on_cpu_without_settings(tmp_path):
+    """The script the GPU machine runs, at smoke on CPU, with no RESIDUAL_DATA_DIR: the
+    packaged corpus is all it needs. At most 8 files come back, none in a folder."""
+    out = tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if k not in ("RESIDUAL_DATA_DIR", "SECONDS")}
+    env.update(DEVICE="cpu", PROFILE="smoke", SECONDS="300", SEEDS="1", OUT=str(out), WORK=str(tmp_path / "work"),
+               PYTHON=sys.executable, PYTHONPATH=str(ROOT))
+    result = subprocess.run(["bash", str(ROOT / "scripts" / "device_check.sh")], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr + result.stdout
+    files = sorted(p.name for p in out.iterdir())
+    assert files == ["bench.json", "bench.log", "checks.json", "checks.log", "env.txt", "records.tar.gz",
+                     "summary.txt", "sweep.log"]
+    assert all(p.is_file() for p in out.iterdir())
+    assert json.loads((out / "checks.json").read_text())["ok"]
+    assert json.loads((out / "bench.json").read_text())["single_tokens_per_s"] > 0
+    unpacked = tmp_path / "unpacked"
+    with tarfile.open(out / "records.tar.gz") as archive:
+        names = archive.getnames()
+        archive.extractall(unpacked, filter="data")
+    assert len(names) == 4 and all(n.startswith("results/smoke/") for n in names)
+    for name in names:
+        assert validate_record(unpacked / name)["status"] == "ok"
+    summary = (out / "summary.txt").read_text()
+    assert all(v in summary for v in ("full", "attn_only", "ffn_only", "no_residual"))
+    assert "4 record(s) in records.tar.gz" in (out / "env.txt").read_text()

@@ -68,6 +68,14 @@ glue("n_not_run", int((rows.verdict == "not run at this scale").sum()))
 
 
 # %% tags=["hide-input"]
+def seeds_text(seeds) -> str:
+    """'5 seeds', 'seed 1337' or 'seeds 1337, 42' for a row's seeds column."""
+    seeds = str(seeds)
+    if seeds.endswith("seeds") or seeds == "—":
+        return seeds
+    return f"seed {seeds}" if "," not in seeds else f"seeds {seeds}"
+
+
 def entry(row) -> str:
     link = f"scorecard.html#{scorecard.claim_anchor(row.claim)}"
     return (
@@ -77,7 +85,8 @@ def entry(row) -> str:
         f"- **The paper** (section {row.section}): {row.statement}. Reported:"
         f" {row.paper}."
         + (f" ({row.paper_note}.)" if row.paper_note else "")
-        + f"\n- **Here** (seeds {row.seeds}): {row.ours}.\n- **Rule**: {row.rule}.\n"
+        + f"\n- **Here** ({seeds_text(row.seeds)}): {row.ours}."
+        + f"\n- **Rule**: {row.rule}.\n"
     )
 
 

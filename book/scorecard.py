@@ -62,7 +62,7 @@ results = Path(results_dir) if results_dir else default_results_dir()
 table = scorecard.build(results, stand_in=profile)
 counts = table.verdict.value_counts().reindex(scorecard.VERDICTS).dropna().astype(int)
 glue("verdict_counts", ", ".join(f"{n} {verdict}" for verdict, n in counts.items()))
-checked = table[table.verdict != "not run at this scale"]
+checked = table[(table.profile == profile) & (table.verdict != "not run at this scale")]
 counts_here = checked.verdict.value_counts().reindex(scorecard.VERDICTS).dropna()
 counts_text = ", ".join(f"{int(n)} {verdict}" for verdict, n in counts_here.items())
 glue("verdict_counts_here", counts_text)
@@ -71,7 +71,15 @@ glue("n_rows_here", len(checked))
 glue("stand_in", profile)
 grid_html = scorecard.grid_html(scorecard.grid(table, stand_in=profile))
 glue("verdict_grid", HTML(grid_html), display=False)  # also shown on the introduction
-display(Markdown(f"**{len(checked)} rows checked at `{profile}`:** {counts_text}."))
+n_claims = table.claim.nunique()
+others = n_claims - len(checked)
+display(
+    Markdown(
+        f"**{len(checked)} of the {n_claims} claims checked at `{profile}`:**"
+        f" {counts_text}."
+        + (f" The other {others} are about the 124M model only." if others else "")
+    )
+)
 HTML(grid_html)
 
 # %% [markdown]
@@ -114,4 +122,9 @@ show_table(counts.rename("rows"), index="verdict")
 # ## Rules
 
 # %% tags=["hide-input"]
-Markdown("\n".join(f"- **{name}**: {text}" for name, text in scorecard.RULES.items()))
+Markdown(
+    "\n".join(
+        f"- **{name.replace('_', ' ')}**: {text}"
+        for name, text in scorecard.RULES.items()
+    )
+)

@@ -54,7 +54,15 @@ import torch
 
 from IPython.display import Markdown, display
 
-from residual_lib import PROFILES, DataError, GPTConfig, ResidualGPT, load_corpus, paper, plots
+from residual_lib import (
+    PROFILES,
+    DataError,
+    GPTConfig,
+    ResidualGPT,
+    load_corpus,
+    paper,
+    plots,
+)
 from residual_lib.book import glue
 from residual_lib.sections import ensure
 

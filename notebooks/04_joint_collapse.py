@@ -111,9 +111,11 @@ plots.show(
         val, floor=floor, title=f"Validation loss, random batches ({profile})"
     ),
     "fig-joint-collapse-curves",
-    "Validation loss of the four variants under nanoGPT-style random evaluation (mean"
-    " over seeds, band ±1 std). The dashed line is the expected floor of random"
-    " evaluation.",
+    "Validation loss of the four variants under nanoGPT-style random evaluation, seed"
+    f" {', '.join(str(s) for s in sorted(set(records.seed)))} (the section's runs; with"
+    " several seeds, the mean and a band of ±1 std). The dashed line is the expected"
+    " floor of random evaluation; FFNOnly and NoResidual lie on it, one over the"
+    " other.",
     "Line chart of validation loss in nats against training step for full, attn_only, "
     "ffn_only and no_residual, with a dashed horizontal floor line.",
 )

@@ -128,33 +128,6 @@ HTML(
 )
 
 # %% [markdown]
-# Runs not recorded yet (make them with
-# `python -m residual_lib sweep notebooks/10_ffn_escape.py --profile <profile> --seeds ...`):
-
-# %%
-(
-    table(pd.DataFrame([{"run": s.label()} for s in absent]))
-    if absent
-    else Markdown("None: every run of this chapter is recorded.")
-)
-
-# %% [markdown]
-# ## Every run
-
-# %%
-shown = runs.assign(
-    escape_step=runs.escape_step.map(lambda s: "—" if pd.isna(s) else f"{int(s):,}"),
-    order=runs.condition.map({c: i for i, c in enumerate(ORDER)}),
-)
-shown = shown.sort_values(["order", "seed"])
-table(
-    shown[
-        ["condition", "seed", "final_val_loss", "below_floor", "escaped", "escape_step"]
-    ],
-    headers={"below_floor": "below the floor (nats)"},
-)
-
-# %% [markdown]
 # ## Escapes per condition
 
 # %%
@@ -290,4 +263,34 @@ by_outcome = (layer0.dropna(subset=parts) if parts else layer0).groupby(
     )
     if len(layer0)
     else Markdown("No records yet.")
+)
+
+
+# %% [markdown]
+# ## Every run
+
+# %%
+shown = runs.assign(
+    escape_step=runs.escape_step.map(lambda s: "—" if pd.isna(s) else f"{int(s):,}"),
+    order=runs.condition.map({c: i for i, c in enumerate(ORDER)}),
+)
+shown = shown.sort_values(["order", "seed"])
+table(
+    shown[
+        ["condition", "seed", "final_val_loss", "below_floor", "escaped", "escape_step"]
+    ],
+    headers={"below_floor": "below the floor (nats)"},
+)
+
+# %% [markdown]
+# ## Runs not recorded yet
+#
+# Runs this chapter would show that have no record yet (make them with
+# `python -m residual_lib sweep notebooks/10_ffn_escape.py --profile <profile> --seeds ...`):
+
+# %%
+(
+    table(pd.DataFrame([{"run": s.label()} for s in absent]))
+    if absent
+    else Markdown("None: every run of this chapter is recorded.")
 )

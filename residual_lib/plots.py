@@ -206,6 +206,7 @@ def escape_curves(curve: pd.DataFrame, floor: float, tolerance: float, order: li
         ax.axhspan(floor - tolerance, floor + tolerance, color="#dddddd", zorder=0)
         ax.axhline(floor, color="black", ls="--", lw=1)
         ax.set(title=condition, xlabel="training step", ylabel="val loss (nats)")
+        ax.tick_params(labelbottom=True)  # every panel keeps its step axis
     for ax in list(axes.flat)[len(conditions):]:
         ax.axis("off")
     ymin = min(curve["loss"].min(), floor - 3 * tolerance)

@@ -2,7 +2,8 @@
 
 :func:`table` turns a data frame into a styled table with readable column headers, numbers
 to three decimals (very small or very large ones in scientific notation, so a gradient of
-4.5e-07 does not print as 0.000), ``—`` for a missing value and no pandas index. The
+4.5e-07 does not print as 0.000), ```—`` for a missing value, confidence bounds as one ``[low, high]`` column, and no pandas
+index. The
 rendered HTML sits in a box that scrolls sideways on its own when it is wider than the page
 (``_static/verdicts.css``), so a wide table never widens the page.
 """
@@ -72,6 +73,20 @@ def number(value, decimals: int = 3) -> str:
     return MISSING if text in ("", "nan", "NaN", "None") else text
 
 
+#: Pairs of bound columns shown as one "[low, high]" column, under this header.
+INTERVALS = {("ci_low", "ci_high"): "Welch 95% CI", ("boot_low", "boot_high"): "bootstrap 95% CI"}
+
+
+def _intervals(frame: pd.DataFrame, decimals: int) -> pd.DataFrame:
+    for (low, high), name in INTERVALS.items():
+        if low in frame and high in frame:
+            text = [MISSING if number(a, decimals) == MISSING else f"[{number(a, decimals)}, {number(b, decimals)}]"
+                    for a, b in zip(frame[low], frame[high])]
+            frame = frame.drop(columns=[high]).rename(columns={low: name})
+            frame[name] = text
+    return frame
+
+
 def table(frame: pd.DataFrame | pd.Series, headers: dict[str, str] | None = None, decimals: int = 3,
           index: bool | str = False, caption: str | None = None):
     """``frame`` as the book shows it (a pandas Styler; displays as HTML in a notebook).
@@ -86,6 +101,7 @@ def table(frame: pd.DataFrame | pd.Series, headers: dict[str, str] | None = None
         frame = frame.reset_index(names=[name] if frame.index.nlevels == 1 else None)
     else:
         frame = frame.reset_index(drop=True)
+    frame = _intervals(frame, decimals)  # two bounds in one column: narrower tables
     names = {**HEADERS, **(headers or {})}
     frame.columns = [names.get(c, header(c)) if isinstance(c, str) else header(c) for c in frame.columns]
     if frame.columns.duplicated().any():

@@ -241,6 +241,20 @@ def test_the_book_in_a_real_browser(built_book):
             assert len(pairs) > 20
             for name, color, background in pairs:
                 assert _contrast(color, background) >= 4.5, (scheme, name, color, background)
+            # the text around the verdicts, on whatever background shows through (a chapter's box too)
+            around = []
+            for page in ("book/scorecard.html", "notebooks/04_joint_collapse.html"):
+                driver.get(f"{base}/{page}")
+                around += driver.execute_script(
+                    "const bg = e => { while (e) { const c = getComputedStyle(e).backgroundColor;"
+                    " if (c !== 'rgba(0, 0, 0, 0)' && c !== 'transparent') return c; e = e.parentElement; }"
+                    " return 'rgb(255, 255, 255)'; };"
+                    "return Array.from(document.querySelectorAll('#verdict-grid th, .claim-block summary .claim-title,"
+                    " .claim-block p, .verdict-box-title, .verdict-box li'))"
+                    ".map(e => [e.textContent.slice(0, 30), getComputedStyle(e).color, bg(e)]);")
+            assert len(around) > 20
+            for text, color, background in around:
+                assert _contrast(color, background) >= 4.5, (scheme, text, color, background)
     finally:
         driver.quit()
         server.shutdown()

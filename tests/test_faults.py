@@ -418,8 +418,10 @@ def test_ctrl_c_during_a_notebook_prints_one_line(tmp_path):
         f"    execute_notebook(Path({str(notebook)!r}), {{}}, Path({str(tmp_path / 'out')!r}))\n"
         "except KeyboardInterrupt:\n"
         "    print('interrupted', file=sys.stderr)\n    sys.exit(130)\n")
+    # a shell's background job inherits SIGINT ignored: restore the default, as a terminal has it
     proc = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     log = tmp_path / "out" / "slow.kernel.log"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not (log.exists() and (tmp_path / "out" / ".slow.running.ipynb").exists()):

@@ -146,6 +146,35 @@ def test_init_noise_is_a_new_run_that_differs_and_reproduces(tmp_path):
         train(p, "ffn_only", 3, progress=False, init_noise=-1.0)
 
 
+def test_the_logged_block0_gradient_is_the_norm_over_transformer_h0_alone():
+    """Checked against an independent sum over the first block's own parameters, at a logged
+    step of the trainer (clipping off, so the gradient the optimiser sees is the logged one)."""
+    from residual_lib.data import load_corpus
+    from residual_lib.train import RunState, train_step
+
+    profile = get_profile("smoke", grad_clip=0.0)
+    state = RunState(profile, load_corpus("shakespeare_char"), "attn_only", 3, "fixed", 1.0, True, 0, "cpu",
+                     progress=False)
+    seen = {}
+
+    class Probe:  # stands in for the optimiser: keeps the gradients of the step
+        param_groups = [{}]
+
+        def step(self):
+            block0 = [p.grad for p in state.model.transformer.h[0].parameters()]
+            embedding = state.model.transformer.wte.weight.grad
+            seen["block0"] = float(torch.sqrt(sum((g.double() ** 2).sum() for g in block0)))
+            seen["embedding"] = float(embedding.double().norm())
+
+        def zero_grad(self, set_to_none=True):
+            state.model.zero_grad(set_to_none=True)
+
+    train_step(state, Probe(), 0, log=True)
+    logged = state.train_curve["grad_norm_layer0"][0]
+    assert seen["block0"] > 1e-3 and logged == pytest.approx(seen["block0"], rel=1e-5)
+    assert state.train_curve["grad_norm_embedding"][0] != pytest.approx(logged, rel=1e-3)  # not the embeddings
+
+
 def test_block0_gradient_is_logged_by_sub_module_and_the_parts_make_the_whole(smoke_runs):
     curve = smoke_runs["a"]["curves"]["train"]
     whole = torch.tensor(curve["grad_norm_layer0"])

@@ -40,10 +40,11 @@ reproduce: venv
 book: venv
 	$(PY) -m residual_lib book --profile $(PROFILE)
 
-# The .ipynb twins of the .py notebooks, which Colab opens from the repository (--update keeps
-# the ids of unchanged cells, so a regeneration changes only what changed).
+# The .ipynb twins of the .py notebooks, which Colab opens from the repository: the same cells,
+# plus the Colab set-up cell and a note on the default profile (residual_lib/book.py, write_twins;
+# the ids of unchanged cells are kept, so a regeneration changes only what changed).
 notebooks: venv
-	$(VENV)/bin/jupytext --to ipynb --update --update-metadata '{"jupytext": null}' notebooks/[0-9][0-9]_*.py book/*.py
+	$(PY) -m residual_lib.book
 
 test: venv
 	$(PY) -m pytest -q --durations=10

@@ -18,30 +18,6 @@
 # about that scale), then each claim with the paper's values, ours and the rule that
 # decided. Everything on this page is computed from the run records.
 
-# %% tags=["remove-cell"]
-# In Colab: fetch this repository (code and run records) and install it, keeping Colab's torch.
-import sys
-
-if "google.colab" in sys.modules:
-    import subprocess
-
-    REPOSITORY, CHECKOUT = (
-        "https://github.com/residual-lib/partial-residual-ablations",
-        "/content/residual-ablations",
-    )
-    subprocess.run(
-        ["git", "clone", "--quiet", "--depth", "1", REPOSITORY, CHECKOUT], check=False
-    )
-    subprocess.run([sys.executable, f"{CHECKOUT}/scripts/colab_install.py"], check=True)
-    sys.path.insert(0, CHECKOUT)
-
-# %% [markdown] tags=["remove-cell"]
-# **Running this notebook.** It runs the `smoke` profile by default.
-# The book shows the `cpu` profile: set `profile = "cpu"` and
-# `seeds = [1337, 42, 123, 7, 8]` in the next cell to see the same numbers; the repository's
-# committed `cpu` records are then read, not retrained. Headless, the same with papermill:
-# `papermill book/scorecard.ipynb out.ipynb -p profile cpu -y "seeds: [1337, 42, 123, 7, 8]"`.
-
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"
 seeds = [1337, 42, 123]  # unused here: the scorecard reads every record

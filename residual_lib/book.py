@@ -170,3 +170,84 @@ def build(profile: str = "cpu", results_dir: str | os.PathLike | None = None, ro
            "--builder", builder, "-W", "-n", "--keep-going"]
     subprocess.run(cmd, check=True, cwd=root)
     return root / "_build" / "html" / "index.html"
+
+
+# --------------------------------------------------------------------------- Colab twins
+
+#: The first code cell of every Colab twin: in Colab, clone the repository (code and run
+#: records) and install it, keeping Colab's torch; elsewhere, nothing.
+COLAB_SETUP = '''# In Colab: fetch this repository (code and run records) and install it, keeping Colab's torch.
+import sys
+
+if "google.colab" in sys.modules:
+    import subprocess
+
+    REPOSITORY, CHECKOUT = "{url}", "/content/residual-ablations"
+    subprocess.run(["git", "clone", "--quiet", "--depth", "1", REPOSITORY, CHECKOUT], check=False)
+    subprocess.run([sys.executable, f"{{CHECKOUT}}/scripts/colab_install.py"], check=True)
+    sys.path.insert(0, CHECKOUT)'''
+
+COLAB_NOTE = '''**Running this notebook.** It runs the `{profile}` profile by default{trains}. The book shows the
+`cpu` profile: set `profile = "cpu"` and `seeds = [1337, 42, 123, 7, 8]` in the parameters cell
+below to see the same numbers; the repository's committed `cpu` records are then read, not
+retrained. Headless, the same with papermill:
+`papermill {path} out.ipynb -p profile cpu -y "seeds: [1337, 42, 123, 7, 8]"`.'''
+
+
+def repository_url(root: Path = ROOT) -> str:
+    import yaml
+
+    return yaml.safe_load((root / "_config.yml").read_text())["repository"]["url"]
+
+
+def twin(page: Path, root: Path = ROOT):
+    """The Colab twin of a jupytext page: the page's cells, with the Colab set-up cell and a
+    note on the default profile after its title (they are for Colab only: the book's pages,
+    executed from the ``.py`` sources, do not have them)."""
+    import re
+
+    import jupytext
+    import nbformat
+
+    nb = jupytext.read(page)
+    params = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    profile = re.search(r'^profile = "(\w+)"', params.source, flags=re.M).group(1)
+    trains = ", training any record that is missing (minutes on a CPU)" if "train_missing = True" in params.source \
+        else ""
+    rel = f"{page.parent.name}/{page.stem}.ipynb"
+    note = nbformat.v4.new_markdown_cell(COLAB_NOTE.format(profile=profile, trains=trains, path=rel),
+                                         metadata={"tags": ["remove-cell"]}, id="colab-note")
+    setup = nbformat.v4.new_code_cell(COLAB_SETUP.format(url=repository_url(root)),
+                                      metadata={"tags": ["remove-cell"]}, id="colab-setup")
+    title = next(i for i, c in enumerate(nb.cells) if c.cell_type == "markdown")
+    nb.cells[title + 1:title + 1] = [setup, note]
+    return nb
+
+
+def write_twins(root: Path = ROOT) -> list[Path]:
+    """Write every page's ``.ipynb`` twin (``make notebooks``), keeping the ids of cells that did
+    not change, so that a regeneration changes only what changed."""
+    import nbformat
+
+    written = []
+    for page in pages(root):
+        nb = twin(page, root)
+        path = page.with_suffix(".ipynb")
+        if path.is_file():
+            old = {(c.cell_type, c.source): c.get("id") for c in nbformat.read(path, as_version=4).cells}
+            for cell in nb.cells:
+                cell.id = old.get((cell.cell_type, cell.source)) or cell.get("id")
+        nb.metadata.pop("jupytext", None)
+        nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
+        text = nbformat.writes(nb) + "\n"
+        if not path.is_file() or path.read_text() != text:
+            tmp = path.with_name(f".{path.name}.tmp")
+            tmp.write_text(text)
+            os.replace(tmp, path)
+            written.append(path)
+    return written
+
+
+if __name__ == "__main__":  # python -m residual_lib.book: the Colab twins (make notebooks)
+    for path in write_twins():
+        print(f"wrote {path.relative_to(ROOT)}")

@@ -1,6 +1,6 @@
-"""Colab: every notebook installs this repository in its first code cell when it runs in
-Colab, the launch buttons point at the repository's .ipynb twins, and the twins match
-their .py sources."""
+"""Colab: every notebook's .ipynb twin (what Colab opens) installs this repository in its
+first code cell when it runs in Colab and says how to switch to the book's profile, the
+launch buttons point at the twins, and the twins match their .py sources."""
 
 from __future__ import annotations
 
@@ -24,9 +24,8 @@ def _config() -> dict:
 
 
 def _first_code_cell(page) -> str:
-    import jupytext
-
-    return next(c for c in jupytext.read(page).cells if c.cell_type == "code")
+    twin = nbformat.read(page.with_suffix(".ipynb"), as_version=4)
+    return next(c for c in twin.cells if c.cell_type == "code")
 
 
 def test_the_repository_url_is_the_same_everywhere():
@@ -82,12 +81,16 @@ def test_colab_install_keeps_the_installed_torch(monkeypatch):
 def test_ipynb_twin_matches_its_source(page):
     import jupytext
 
+    from residual_lib.book import twin as make_twin
+
     twin = page.with_suffix(".ipynb")
     assert twin.is_file(), f"{twin.name} is missing: run make notebooks"
-    source = jupytext.read(page)
     committed = nbformat.read(twin, as_version=4)
     strip = lambda nb: [(c.cell_type, c.source, c.metadata.get("tags", [])) for c in nb.cells]  # noqa: E731
-    assert strip(committed) == strip(source), f"{twin.name} is out of date: run make notebooks"
+    assert strip(committed) == strip(make_twin(page)), f"{twin.name} is out of date: run make notebooks"
+    # the twin is the source plus the two Colab cells, which the book's pages do not have
+    assert len(committed.cells) == len(jupytext.read(page).cells) + 2
+    assert "google.colab" not in page.read_text()
     assert all(not c.get("outputs") for c in committed.cells if c.cell_type == "code")  # unexecuted
 
 

@@ -21,7 +21,7 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 # Trains what is missing (records already under $(RESULTS)/ are reused), then prints the table.
 run: venv
 	@for seed in $(SEEDS); do for variant in $(VARIANTS); do \
-	  $(PY) -m residual_lib train --variant $$variant --profile $(PROFILE) --seed $$seed --out $(RESULTS) || exit 1; \
+	  $(PY) -m residual_lib train --variant $$variant --profile $(PROFILE) --seed $$seed --results $(RESULTS) || exit 1; \
 	done; done
 	$(PY) -m residual_lib summary $(RESULTS) --profile $(PROFILE)
 
@@ -34,7 +34,7 @@ sweep: venv
 # from scratch elsewhere). About 4 hours on 2 cores from scratch.
 REPRO_SEEDS ?= 1337 42 123 7 8
 reproduce: venv
-	$(PY) -m residual_lib sweep --all --profile cpu --seeds $(REPRO_SEEDS) --out $(RESULTS)
+	$(PY) -m residual_lib sweep --all --profile cpu --seeds $(REPRO_SEEDS) --results $(RESULTS)
 
 # The jupyter-book site in _build/html, from the records under results/$(PROFILE) (nothing is trained).
 book: venv

@@ -1,13 +1,13 @@
 """Command line.
 
     python -m residual_lib train --variant attn_only --profile cpu --seed 1337 [--eval-mode fixed|random]
-                                 [--gain 2.0] [--out DIR] [--max-iters N] [--device auto|cpu|cuda]
+                                 [--gain 2.0] [--results DIR] [--max-iters N] [--device auto|cpu|cuda]
     python -m residual_lib sweep notebooks/06_central.py --profile cpu --seeds 1337 42 123 [--jobs N]
                                  [--threads N] [--fuse K] [--compile] [--executor local|submitit] [--all]
     python -m residual_lib bench --profile cpu|paper-10m [--fuse K] [--steps N] [--json PATH]
     python -m residual_lib device-check [--device cuda] [--checks NAME ...] [--json PATH]
     python -m residual_lib book [--profile cpu] [--skip-bad]
-    python -m residual_lib summary [DIR] [--profile cpu] [--skip-bad]
+    python -m residual_lib summary [--results DIR] [--profile cpu] [--skip-bad]
 
 ``train`` prints the record's path as its last line (reusing an existing record with
 the same key unless ``--force``). Bad input ends with one line on stderr naming the
@@ -44,7 +44,8 @@ def _build_parser() -> argparse.ArgumentParser:
     t.add_argument("--seed", type=int, default=1337)
     t.add_argument("--eval-mode", default="fixed", help="fixed (batches seeded 99,991) or random (nanoGPT-style)")
     t.add_argument("--gain", type=float, default=1.0, help="runtime gain on every sublayer output (default 1.0)")
-    t.add_argument("--out", default="results", help="results directory (default results/)")
+    t.add_argument("--results", "--out", dest="out", default=None,
+                   help="results directory (default: results/ of this checkout; --out is the old spelling)")
     t.add_argument("--max-iters", type=int, default=None, help="override the profile's step count")
     t.add_argument("--device", default="auto", help="auto, cpu or cuda (default auto)")
     t.add_argument("--nondeterministic", action="store_true", help="allow non-deterministic kernels")
@@ -74,7 +75,8 @@ def _build_parser() -> argparse.ArgumentParser:
     w.add_argument("--executor", default="local", help="local (process pool) or submitit (Slurm, else local)")
     w.add_argument("--cluster", default=None, help="submitit cluster: slurm, local or debug (default: detected)")
     w.add_argument("--device", default="auto", help="auto, cpu or cuda (default auto)")
-    w.add_argument("--out", default=None, help="results directory (default results/ of this checkout)")
+    w.add_argument("--results", "--out", dest="out", default=None,
+                   help="results directory (default: results/ of this checkout; --out is the old spelling)")
     w.add_argument("--no-notebooks", action="store_true", help="train only; do not execute the notebooks")
 
     m = sub.add_parser("bench", help="tokens/s: one model, K fused, the sweep layout, no diagnostics; matmul peak")
@@ -103,7 +105,9 @@ def _build_parser() -> argparse.ArgumentParser:
                         "them, instead of stopping")
 
     s = sub.add_parser("summary", help="table of final validation losses per variant")
-    s.add_argument("results", nargs="?", default="results", help="results directory (default results/)")
+    s.add_argument("results_dir", nargs="?", default=None, metavar="RESULTS",
+                   help="results directory (the old spelling of --results)")
+    s.add_argument("--results", default=None, help="results directory (default: results/ of this checkout)")
     s.add_argument("--profile", default=None, help="only this profile")
     s.add_argument("--skip-bad", action="store_true", help="leave bad record files out (named on stderr) "
                                                           "instead of stopping")
@@ -124,7 +128,7 @@ def _train(args) -> int:
     device = resolve_device(args.device)
     path, trained = run(
         profile, args.variant, args.seed, eval_mode=args.eval_mode, gain=args.gain,
-        deterministic=not args.nondeterministic, replicate=args.replicate, results_dir=args.out,
+        deterministic=not args.nondeterministic, replicate=args.replicate, results_dir=_results(args.out),
         force=args.force, device=device, data_dir=args.data_dir, progress=False if args.quiet else None,
         compile=args.compile, init_noise=args.init_noise, checkpoint_every=args.checkpoint_every,
     )
@@ -145,8 +149,17 @@ def _train(args) -> int:
     return 0
 
 
+def _results(path: str | None):
+    """The results folder a command uses: the one given, else results/ of this checkout."""
+    from .sections import default_results_dir
+
+    return path if path else default_results_dir()
+
+
 def _summary(args) -> int:
     import pandas as pd
+
+    args.results = str(_results(args.results or args.results_dir))
 
     from .records import controlled, diverged, load_records, summarize, usable
 

@@ -9,6 +9,7 @@ executes the notebooks.
 
 from __future__ import annotations
 
+import inspect
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -60,35 +61,35 @@ def default_results_dir() -> Path:
     return Path.cwd() / "results"
 
 
-def _central(profile, seeds, variants, **_):
+def _central(profile, seeds, variants):
     return [RunSpec(profile, v, s) for v in variants for s in seeds]
 
 
-def _joint_collapse(profile, seeds, variants, **_):
+def _joint_collapse(profile, seeds, variants):
     # nanoGPT-style evaluation (fresh random validation batches), one seed as in the paper;
     # the block-0 gradients are read from every seed of the controlled runs as well
     return [RunSpec(profile, v, s, eval_mode="random") for v in variants for s in seeds[:1]] + \
         _central(profile, seeds, variants)
 
 
-def _confounds(profile, seeds, variants, gains=(0.5, 1.0, 2.0, 4.0), gain_variant="attn_only", **_):
+def _confounds(profile, seeds, variants, gains=(0.5, 1.0, 2.0, 4.0), gain_variant="attn_only"):
     gain_runs = [RunSpec(profile, gain_variant, s, gain=float(g)) for g in gains for s in seeds[:1]]
     # evaluation noise and drift are read from the fixed-batch runs of the central sweep
     return gain_runs + _central(profile, seeds, variants)
 
 
-def _mechanism(profile, seeds, variants, **_):
+def _mechanism(profile, seeds, variants):
     return [RunSpec(profile, v, s) for v in ("attn_only", "ffn_only", "mixer") for s in seeds]
 
 
-def _reproduction(profile, seeds, variants, repeats=3, repro_variant="attn_only", **_):
+def _reproduction(profile, seeds, variants, repeats=3, repro_variant="attn_only"):
     first = seeds[0]
     deterministic = [RunSpec(profile, repro_variant, first, replicate=r) for r in range(2)]
     nondeterministic = [RunSpec(profile, repro_variant, first, deterministic=False, replicate=r) for r in range(repeats)]
     return deterministic + nondeterministic + _central(profile, seeds, variants)
 
 
-def _scale_ladder(profile, seeds, variants, ladder_seeds=3, **_):
+def _scale_ladder(profile, seeds, variants, ladder_seeds=3):
     # every rung of the ladder, the central variants, the first ladder_seeds seeds
     return [RunSpec(rung, v, s) for rung in ladder(profile) for v in variants for s in seeds[:ladder_seeds]]
 
@@ -103,7 +104,7 @@ ESCAPE_PROFILES: dict[str, dict[str, str]] = {
 ESCAPE_INIT_NOISE = 1e-6
 
 
-def _ffn_escape(profile, seeds, variants, escape_gains=(0.5, 2.0, 4.0), perturbations=1, **_):
+def _ffn_escape(profile, seeds, variants, escape_gains=(0.5, 2.0, 4.0), perturbations=1):
     """ffn_only at every seed: under each condition of :data:`ESCAPE_PROFILES`, with the
     initial weights nudged by :data:`ESCAPE_INIT_NOISE` (``perturbations`` draws), and at
     runtime gains ``escape_gains`` for the first seed; plus the central ffn_only runs."""
@@ -129,7 +130,7 @@ def escape_condition(profile: str, run_profile: str, gain: float, init_noise: fl
 
 
 PLANS = {
-    "03_setup": lambda **_: [],
+    "03_setup": lambda profile, seeds, variants: [],
     "04_joint_collapse": _joint_collapse,
     "05_confounds": _confounds,
     "06_central": _central,
@@ -154,8 +155,13 @@ def section_name(notebook: str | os.PathLike) -> str:
 def plan(section: str, profile: str = "smoke", seeds=PAPER_SEEDS, variants=CENTRAL_VARIANTS, **params) -> list[RunSpec]:
     """The runs ``section`` needs for these parameters, without duplicates, in order."""
     get_profile(profile)  # fail early on an unknown profile
-    specs = PLANS[section_name(section)](profile=profile, seeds=[int(s) for s in seeds], variants=list(variants),
-                                         **params)
+    build = PLANS[section_name(section)]
+    known = [n for n in inspect.signature(build).parameters if n not in ("profile", "seeds", "variants")]
+    unknown = sorted(set(params) - set(known))
+    if unknown:  # a misspelt parameter would otherwise plan runs nobody asked for
+        raise ValueError(f"unknown parameter(s) {', '.join(unknown)} for section {section_name(section)}: "
+                         f"it takes {', '.join(known) or 'none besides profile, seeds and variants'}")
+    specs = build(profile=profile, seeds=[int(s) for s in seeds], variants=list(variants), **params)
     return list(dict.fromkeys(specs))
 
 

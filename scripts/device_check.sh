@@ -76,7 +76,7 @@ remaining=$(left)
 if (( remaining > 10 )); then
   # shellcheck disable=SC2086
   timeout --signal=TERM "$remaining" "$PYTHON" -m residual_lib sweep $SECTIONS \
-      --profile "$PROFILE" --device "$DEVICE" --seeds $SEEDS --no-notebooks --out "$WORK/results" \
+      --profile "$PROFILE" --device "$DEVICE" --seeds $SEEDS --no-notebooks --results "$WORK/results" \
       > "$OUT/sweep.log" 2>&1 || echo "sweep stopped at the deadline or failed: see sweep.log" >> "$OUT/env.txt"
 else
   echo "no time left for the sweep" > "$OUT/sweep.log"

@@ -71,3 +71,19 @@ def test_book_without_records_names_the_sweep_that_makes_them(tmp_path):
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "python -m residual_lib sweep --all --profile cpu" in lines[0]
+
+
+def test_results_is_the_flag_everywhere_and_out_stays_an_alias(tmp_path):
+    from residual_lib.__main__ import _build_parser
+
+    parser = _build_parser()
+    for command in (["train", "--variant", "full"], ["sweep", "--all"]):
+        assert parser.parse_args([*command, "--results", "r1"]).out == "r1"
+        assert parser.parse_args([*command, "--out", "r2"]).out == "r2"
+    assert parser.parse_args(["summary", "--results", "r3"]).results == "r3"
+    assert parser.parse_args(["summary", "r4"]).results_dir == "r4"
+    assert parser.parse_args(["book", "--results", "r5"]).results == "r5"
+    result = cli("train", "--variant", "full", "--profile", "smoke", "--seed", "2", "--results", str(tmp_path))
+    assert result.returncode == 0 and Path(result.stdout.strip().splitlines()[-1]).parent == tmp_path / "smoke"
+    table = cli("summary", "--results", str(tmp_path))
+    assert table.returncode == 0 and table.stdout.strip().splitlines()[-1].startswith("1 records")

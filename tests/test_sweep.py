@@ -139,3 +139,12 @@ class _RecordingPool:
 
     def close(self, interrupted=False):
         pass
+
+
+def test_a_misspelt_section_parameter_is_refused_not_ignored():
+    with pytest.raises(ValueError, match="unknown parameter.s. gain_varaint for section 05_confounds: it takes gains, "
+                                         "gain_variant"):
+        plan("05_confounds", "smoke", SEEDS, gain_varaint="ffn_only")
+    with pytest.raises(ValueError, match="none besides profile"):
+        plan("06_central", "smoke", SEEDS, repeats=2)
+    assert len(plan("05_confounds", "smoke", SEEDS, gains=[1.0, 2.0])) < len(plan("05_confounds", "smoke", SEEDS))

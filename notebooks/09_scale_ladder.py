@@ -119,7 +119,7 @@ gaps = analysis.ladder_gaps(records) if len(records) else pd.DataFrame()
 # %%
 if len(gaps):
     plots.show(
-        plots.ladder(gaps),
+        plots.ladder_gaps(gaps),
         "fig-ladder",
         "The two gaps against model size, mean ± 1 std over seeds, one panel per gap;"
         " each point is labelled with its profile and, in brackets, its number of"

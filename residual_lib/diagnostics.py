@@ -80,7 +80,7 @@ def attention_diagonal_mass(model: ResidualGPT, hidden: list[torch.Tensor]) -> l
 
 
 @torch.no_grad()
-def summarize(model: ResidualGPT, x: torch.Tensor) -> dict:
+def final_diagnostics(model: ResidualGPT, x: torch.Tensor) -> dict:
     """All end-of-training diagnostics on one batch ``x`` (the trainer uses the first
     fixed validation batch, so every run is measured on the same tokens)."""
     was_training = model.training

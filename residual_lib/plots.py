@@ -165,7 +165,7 @@ def _millions(n: float) -> str:
     return f"{n / 1e6:.2f}M" if n < 1e7 else f"{n / 1e6:.0f}M"
 
 
-def ladder(table: pd.DataFrame) -> plt.Figure:
+def ladder_gaps(table: pd.DataFrame) -> plt.Figure:
     """The scale ladder: each gap of :func:`residual_lib.analysis.ladder_gaps` against the
     parameter count (log scale), mean +- 1 std over seeds, one panel per gap, stacked."""
     gaps = list(dict.fromkeys(table["gap"]))

@@ -445,7 +445,7 @@ class RunState:
         self.reporter.close()
         diag = {}
         if not diverged:
-            diag = diagnostics.summarize(self.model, self.probe)
+            diag = diagnostics.final_diagnostics(self.model, self.probe)
             # Evaluation noise: the final model's loss on the fixed batches and on
             # eval_noise_repeats independent random draws of the same size (what a
             # nanoGPT-style evaluation could have reported for this very model).

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .paths import default_results_dir  # noqa: F401 (re-exported: notebooks import it from here)
 from .records import SCALARS, diverged, find_record, load_records, run_key, usable
 from .profiles import get_profile, ladder
 from .train import run, run_identity
@@ -48,17 +49,6 @@ class RunSpec:
         extra += [] if self.deterministic else [f"nondeterministic #{self.replicate}"]
         extra += [f"init noise {self.init_noise:g} #{self.replicate}"] if self.init_noise else []
         return f"{self.profile} {self.variant} seed {self.seed}" + (f" ({', '.join(extra)})" if extra else "")
-
-
-def default_results_dir() -> Path:
-    """``$RESIDUAL_RESULTS_DIR``, else ``results/`` at the root of this checkout (so that
-    notebooks find the same records whatever folder they run in), else ``./results``."""
-    if os.environ.get("RESIDUAL_RESULTS_DIR"):
-        return Path(os.environ["RESIDUAL_RESULTS_DIR"]).expanduser()
-    root = Path(__file__).resolve().parents[1]
-    if (root / "pyproject.toml").is_file() and (root / "residual_lib").is_dir():
-        return root / "results"
-    return Path.cwd() / "results"
 
 
 def _central(profile, seeds, variants):

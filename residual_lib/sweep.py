@@ -34,10 +34,10 @@ import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .paths import NOTEBOOKS as NOTEBOOK_DIR
+from .paths import ROOT
 from .records import clean_stale_files, find_record, record_path, release_claim, try_claim
 from .sections import RunSpec, default_results_dir, missing, plan, section_name
-
-NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
 
 
 @dataclass
@@ -291,7 +291,7 @@ def execute_notebook(notebook: Path, parameters: dict, out_dir: Path) -> Path:
     import papermill
 
     # the kernel imports the same residual_lib as this process, installed or not
-    package_root = str(Path(__file__).resolve().parents[1])
+    package_root = str(ROOT)
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if package_root not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join([package_root, *paths])

@@ -44,7 +44,7 @@ RECOVERY_MARGIN = 0.5  # nats below the floor: "recovers"
 REL_TOL = 0.02  # agreement with a paper number at the paper's own profile
 SPREAD_TOL = 0.01  # run-to-run spread that counts as "the runs differ"
 GAIN_TOL = 0.05  # final-loss spread across gains that counts as "equivalent"
-SEED_SPREAD = 0.1  # seed-to-seed std that counts as "a large spread" (the paper's anomaly: 0.544)
+SEED_SPREAD = 0.1  # seed-to-seed std that counts as "a large spread" (the paper's anomaly: 0.544, paper_claims.csv)
 ALPHA_NEAR_ONE = 0.9  # alpha_tt that counts as "~1"
 LAYER0_ZERO = analysis.LAYER0_ZERO
 PARTIAL = ("attn_only", "ffn_only", "no_residual")
@@ -60,8 +60,12 @@ def profiles_for_scale(scale: str, stand_in: str = "cpu") -> tuple[str, ...]:
             "both": ("paper-10m", stand_in, "paper-124m")}[scale]
 
 
+# the paper's values quoted in the rules, read from the claims file like every other paper number
+_PAPER_FULL_LAYER0 = paper.value("layer0_full", "full", "layer0_grad_norm_from_step_300")
+_PAPER_GAIN_STEPS = paper.value("gain_confound", "attn_only", "steps_to_equivalence")
+_PAPER_ANOMALY = paper.claims().query("claim == 'intermediate_reproduction'").iloc[0]
 _FROM = (f"from {analysis.LAYER0_FROM:.0%} of training on (the paper's step 300, read as a share of "
-         f"its 5,000-step 10M run)")
+         f"its {analysis.PAPER_10M_STEPS:,}-step 10M run)")
 RULES = {
     "joint_collapse": f"reproduced if every partial variant ends within {FLOOR_TOL} nats of the floor of its "
                       "evaluation batches under random-batch evaluation (first seed). Random evaluation changes "
@@ -72,14 +76,15 @@ RULES = {
                       "in which every partial variant had collapsed; the controlled runs here are the ones in which "
                       "AttnOnly recovers",
     "layer0_full": f"reproduced if full's block-0 median gradient norm ({_FROM}) stays above {LAYER0_ZERO} in every "
-                   "seed; at paper-10m its mean must also agree with the paper's 0.114",
+                   f"seed; at paper-10m its mean must also agree with the paper's {_PAPER_FULL_LAYER0:g}",
     "hidden_norm_growth": "the paper does not define its growth or drift figures; each plausible definition is "
                           "computed (chapter 7). Reproduced if attn_only > ffn_only under every definition (means "
                           "over the central seeds), not reproduced if ffn_only ≥ attn_only under every one, "
                           "inconclusive if the definitions disagree",
     "gain_confound": f"the final losses of all gains lie within {GAIN_TOL} nats of each other, and the training "
-                     f"curves come within {GAIN_TOL} of each other within the paper's ~200 steps (read as a share "
-                     "of a 5,000-step run, an assumption): reproduced if both, partly reproduced if only the final "
+                     f"curves come within {GAIN_TOL} of each other within the paper's ~{_PAPER_GAIN_STEPS:.0f} steps "
+                     f"(read as a share of a {analysis.PAPER_10M_STEPS:,}-step run, an assumption): reproduced if "
+                     "both, partly reproduced if only the final "
                      "losses agree",
     "asymmetry": f"per seed, attn_only recovers (> {RECOVERY_MARGIN} nats below the floor) and ends more than "
                  f"{RECOVERY_MARGIN} nats below that seed's ffn_only. Reproduced if every seed does and the Welch "
@@ -98,7 +103,8 @@ RULES = {
                   "position-blind mixer (uniform causal averaging in place of attention, attention residual kept) "
                   "closes is measured under controlled conditions: new evidence on the routing hypothesis, not a "
                   "reproduction",
-    "intermediate_reproduction": f"the paper's 2.591 ± 0.544 was an anomaly of one environment. If attn_only's "
+    "intermediate_reproduction": f"the paper's {_PAPER_ANOMALY.value:.3f} ± {_PAPER_ANOMALY['std']:.3f} was an "
+                                 "anomaly of one environment. If attn_only's "
                                  f"seed-to-seed std here is below {SEED_SPREAD} nats the seeds agree with the "
                                  f"paper's confirmed (controlled) result; a spread of {SEED_SPREAD} or more "
                                  "reproduces the anomaly",
@@ -247,7 +253,8 @@ def _gain(r: _Records, rows):
     within = int(round(paper_steps / analysis.PAPER_10M_STEPS * int(gains.steps.iloc[0])))
     ours = (f"final-loss spread {spread:.3f} over gains {', '.join(f'{g:g}' for g in by_gain.index)}; "
             f"training curves within {GAIN_TOL} from step {merged if merged is not None else '—'} of "
-            f"{int(gains.steps.iloc[0]):,} (the paper's {paper_steps:.0f} of 5,000 is step {within} here)")
+            f"{int(gains.steps.iloc[0]):,} (the paper's {paper_steps:.0f} of {analysis.PAPER_10M_STEPS:,} is step "
+            f"{within} here)")
     final_ok, fast = spread <= GAIN_TOL, merged is not None and merged <= within
     verdict = "reproduced" if final_ok and fast else "partly reproduced" if final_ok else "not reproduced"
     return ours, _seeds(gains), verdict, "gain_confound"

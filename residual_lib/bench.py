@@ -192,7 +192,7 @@ def bench(
     """Measure the figures described in the module docstring; returns them as a dict."""
     from .sweep import default_layout
 
-    profile = get_profile(profile) if isinstance(profile, str) else profile
+    profile = get_profile(profile)
     device = resolve_device(device)
     corpus = load_corpus(profile.dataset, data_dir)
     if steps is None:

@@ -35,7 +35,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import os
-import sys
 import time
 import warnings
 from dataclasses import dataclass
@@ -48,7 +47,7 @@ from .data import load_corpus
 from .model import VARIANTS
 from .profiles import Profile, get_profile
 from .records import code_version, find_record, record_path, run_key, write_record
-from .train import (CHECKPOINT_EVERY, RunError, RunState, check_run, check_seed, checkpoint_path, cpu_threads,
+from .train import (CHECKPOINT_EVERY, RunError, _Reporter, adamw, RunState, check_run, check_seed, checkpoint_path, cpu_threads,
                     determinism, is_log_step, load_checkpoint, lr_at, resolve_device, run_identity, save_checkpoint)
 
 
@@ -109,15 +108,9 @@ class FusedTrainer:
             m.use_tensor_switches(False)
         names = {id(p): n for n, p in self.skeleton.named_parameters()}
         self.groups = {g: [names[id(p)] for p in ps] for g, ps in self.skeleton.layer_groups().items()}
-        # weight decay on weights that are matrices or embeddings within one model
-        decay = [p for p in self.params.values() if p.dim() - 1 >= 2]
-        no_decay = [p for p in self.params.values() if p.dim() - 1 < 2]
+        # the single trainer's optimiser, the model axis not counting towards a weight's rank
+        self.optimizer = adamw(self.params.values(), self.profile, self.device, stacked=1)
         p = self.profile
-        extra = {"fused": True} if self.device.startswith("cuda") else {}
-        self.optimizer = torch.optim.AdamW(
-            [{"params": decay, "weight_decay": p.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-            lr=p.learning_rate, betas=(p.beta1, p.beta2), **extra,
-        )
         randomness = "different" if p.dropout > 0 else "error"
         self._loss = vmap(self._one_loss, randomness=randomness)
         self._loss_hidden = vmap(self._one_loss_hidden, randomness=randomness)
@@ -209,7 +202,7 @@ def train_fused(
     resumes from it (see :mod:`residual_lib.train`)."""
     started = time.perf_counter()
     code_version()
-    profile = get_profile(profile) if isinstance(profile, str) else profile
+    profile = get_profile(profile)
     runs = [r if isinstance(r, FusedRun) else FusedRun(**r) for r in runs]
     if not runs:
         return []
@@ -229,13 +222,9 @@ def train_fused(
         checkpoint = Path(checkpoint) if checkpoint is not None and checkpoint_every else None
         first, train_seconds, before = load_checkpoint(checkpoint, states, trainer.optimizer, trainer.params)
         started -= before
-        interactive = sys.stderr.isatty() if progress is None else progress
-        bar = None
-        if interactive:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=profile.max_iters, initial=first, desc=f"{len(runs)} fused runs", leave=False,
-                       dynamic_ncols=True)
+        # the single trainer's progress report, for the group (its members' own are silent)
+        reporter = _Reporter(profile.max_iters, f"{len(runs)} fused runs", progress)
+        reporter.step(first)
         for step in range(first, profile.max_iters):
             if step % profile.eval_interval == 0:
                 trainer.sync()
@@ -253,10 +242,8 @@ def train_fused(
             if checkpoint is not None and (step + 1) % checkpoint_every == 0 and step + 1 < profile.max_iters:
                 save_checkpoint(checkpoint, step + 1, states, trainer.optimizer, trainer.params, train_seconds,
                                 time.perf_counter() - started)
-            if bar is not None:
-                bar.update(1)
-        if bar is not None:
-            bar.close()
+            reporter.step(1)
+        reporter.close()
         trainer.sync()
         # every model's share of the group's training time: tokens_per_second is per model
         for state in states:
@@ -273,7 +260,7 @@ def run_fused(
 ) -> list[tuple[Path, bool]]:
     """Like :func:`residual_lib.train.run` for a group: the records of ``runs`` under
     ``results_dir``, training the missing ones fused. Returns ``(path, trained)`` per run."""
-    profile = get_profile(profile) if isinstance(profile, str) else profile
+    profile = get_profile(profile)
     runs = [r if isinstance(r, FusedRun) else FusedRun(**r) for r in runs]
     out: list[tuple[Path, bool] | None] = []
     todo = []

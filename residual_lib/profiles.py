@@ -145,7 +145,10 @@ def ladder(profile: str) -> tuple[str, ...]:
     return LADDERS.get(profile, LADDERS["cpu"])
 
 
-def get_profile(name: str, **overrides) -> Profile:
+def get_profile(name: str | Profile, **overrides) -> Profile:
+    """A profile by name (or a :class:`Profile` itself), with ``overrides`` applied."""
+    if isinstance(name, Profile):
+        return name.override(**overrides) if overrides else name
     if name not in PROFILES:
         raise ProfileError(f"unknown profile {name!r}: choose one of {', '.join(PROFILES)}")
     return PROFILES[name].override(**overrides)

@@ -156,14 +156,21 @@ def lr_at(step: int, profile: Profile) -> float:
     return profile.min_lr + coeff * (profile.learning_rate - profile.min_lr)
 
 
-def make_optimizer(model: ResidualGPT, profile: Profile, device: str) -> torch.optim.AdamW:
-    params = [p for p in model.parameters() if p.requires_grad]
+def adamw(params, profile: Profile, device: str, stacked: int = 0) -> torch.optim.AdamW:
+    """nanoGPT's AdamW: weight decay on the weights that are matrices or embeddings, none on
+    biases and LayerNorm gains; the fused CUDA kernel on a GPU. ``stacked`` leading
+    dimensions (the fused trainer's model axis) do not count towards a weight's rank."""
+    params = [p for p in params if p.requires_grad]
     groups = [
-        {"params": [p for p in params if p.dim() >= 2], "weight_decay": profile.weight_decay},
-        {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+        {"params": [p for p in params if p.dim() - stacked >= 2], "weight_decay": profile.weight_decay},
+        {"params": [p for p in params if p.dim() - stacked < 2], "weight_decay": 0.0},
     ]
     extra = {"fused": True} if device.startswith("cuda") else {}
     return torch.optim.AdamW(groups, lr=profile.learning_rate, betas=(profile.beta1, profile.beta2), **extra)
+
+
+def make_optimizer(model: ResidualGPT, profile: Profile, device: str) -> torch.optim.AdamW:
+    return adamw(model.parameters(), profile, device)
 
 
 @contextmanager
@@ -558,7 +565,7 @@ def train(
     there and resumes from it when it is started again."""
     started = time.perf_counter()
     code_version()  # pin the commit this process's code came from before training starts
-    profile = get_profile(profile) if isinstance(profile, str) else profile
+    profile = get_profile(profile)
     check_run(variant, eval_mode, gain, init_noise)
     device = resolve_device(device)
     corpus = load_corpus(profile.dataset, data_dir)
@@ -611,7 +618,7 @@ def run(
     Returns ``(path, trained)``. Unless ``claim`` is False (a sweep's worker, whose sweep
     holds the claim), the run is claimed first (:func:`residual_lib.records.claim_run`):
     if another process is training it, this waits for that record instead."""
-    profile = get_profile(profile) if isinstance(profile, str) else profile
+    profile = get_profile(profile)
     check_run(variant, eval_mode, gain, init_noise)
     check_seed(seed)
     key = run_key(run_identity(profile, variant, seed, eval_mode, gain, deterministic, replicate, init_noise))

@@ -28,29 +28,11 @@ tolerance = 0.05
 # %% tags=["hide-input"]
 from residual_lib import analysis, plots
 from residual_lib.book import glue
-from residual_lib.sections import ensure
+from residual_lib.sections import notebook_records
 from residual_lib.tables import table
 
-records = ensure(
-    "05_confounds",
-    profile=profile,
-    seeds=seeds,
-    variants=variants,
-    results_dir=results_dir,
-    train_missing=train_missing,
-    gains=gains,
-    gain_variant=gain_variant,
-)
-gain_runs = records[
-    (records.variant == gain_variant)
-    & (records.seed == seeds[0])
-    & records.gain.isin(gains)
-]
-central = records[
-    (records.gain == 1.0)
-    & (records.eval_mode == "fixed")
-    & records.variant.isin(variants)
-]
+records = notebook_records("05_confounds", globals())
+gain_runs, central = analysis.confound_runs(records, gain_variant, seeds[0], gains, variants)
 
 # %% [markdown]
 # ## 1. Runtime gain: a reparameterization the optimiser undoes
@@ -101,17 +83,4 @@ plots.show(
 )
 
 # %% tags=["hide-input"]
-import pandas as pd
-
-pairs = [("attn_only", "ffn_only"), ("ffn_only", "no_residual"), ("full", "attn_only")]
-table(
-    pd.DataFrame(
-        [
-            {
-                "pair": f"{a} vs {b}",
-                "misorder probability": analysis.misorder_probability(estimates, a, b),
-            }
-            for a, b in pairs
-        ]
-    )
-)
+table(analysis.misorder_table(estimates))

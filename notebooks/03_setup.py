@@ -40,19 +40,10 @@ from residual_lib import (
     plots,
 )
 from residual_lib.book import glue
-from residual_lib.sections import ensure
-
+from residual_lib.sections import notebook_records
 from residual_lib.tables import table
 
-_ = ensure(
-    "03_setup",
-    profile=profile,
-    seeds=seeds,
-    variants=variants,
-    results_dir=results_dir,
-    train_missing=train_missing,
-    device=device,
-)  # this section needs no runs
+_ = notebook_records("03_setup", globals())  # no runs: this only checks the parameters
 
 # %% [markdown]
 # ## Corpora

@@ -33,18 +33,10 @@ from IPython.display import HTML, Markdown
 from residual_lib import analysis, paper, plots, scorecard
 from residual_lib.book import glue
 from residual_lib.records import controlled
-from residual_lib.sections import default_results_dir, ensure
+from residual_lib.sections import default_results_dir, notebook_records
 from residual_lib.tables import table
 
-records = ensure(
-    "04_joint_collapse",
-    profile=profile,
-    seeds=seeds,
-    variants=variants,
-    results_dir=results_dir,
-    train_missing=train_missing,
-    device=device,
-)
+records = notebook_records("04_joint_collapse", globals())
 central = controlled(records)
 shown = records
 records = records[records.eval_mode == "random"]

@@ -34,30 +34,11 @@ tolerance = 0.05  # training-loss spread (nats) below which gains count as equiv
 from IPython.display import HTML, Markdown
 
 from residual_lib import analysis, paper, plots, scorecard
-from residual_lib.sections import default_results_dir, ensure
+from residual_lib.sections import default_results_dir, notebook_records
 from residual_lib.tables import table
 
-records = ensure(
-    "05_confounds",
-    profile=profile,
-    seeds=seeds,
-    variants=variants,
-    results_dir=results_dir,
-    train_missing=train_missing,
-    device=device,
-    gains=gains,
-    gain_variant=gain_variant,
-)
-gain_runs = records[
-    (records.variant == gain_variant)
-    & (records.seed == seeds[0])
-    & records.gain.isin(gains)
-]
-central = records[
-    (records.gain == 1.0)
-    & (records.eval_mode == "fixed")
-    & records.variant.isin(variants)
-]
+records = notebook_records("05_confounds", globals())
+gain_runs, central = analysis.confound_runs(records, gain_variant, seeds[0], gains, variants)
 HTML(
     scorecard.verdict_box(
         results_dir or default_results_dir(),
@@ -141,20 +122,7 @@ plots.show(
 # model ranks two variants the other way round from their fixed-batch losses.
 
 # %%
-import pandas as pd
-
-pairs = [("attn_only", "ffn_only"), ("ffn_only", "no_residual"), ("full", "attn_only")]
-table(
-    pd.DataFrame(
-        [
-            {
-                "pair": f"{a} vs {b}",
-                "misorder probability": analysis.misorder_probability(estimates, a, b),
-            }
-            for a, b in pairs
-        ]
-    )
-)
+table(analysis.misorder_table(estimates))
 
 # %% [markdown]
 # ## (c) Representation drift

@@ -31,18 +31,10 @@ from IPython.display import HTML
 
 from residual_lib import analysis, paper, plots, scorecard
 from residual_lib.book import glue
-from residual_lib.sections import default_results_dir, ensure
+from residual_lib.sections import default_results_dir, notebook_records
 from residual_lib.tables import table
 
-records = ensure(
-    "06_central",
-    profile=profile,
-    seeds=seeds,
-    variants=variants,
-    results_dir=results_dir,
-    train_missing=train_missing,
-    device=device,
-)
+records = notebook_records("06_central", globals())
 floor = records["eval_floor"].iloc[
     0
 ]  # the unigram floor of the fixed evaluation batches

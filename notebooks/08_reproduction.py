@@ -37,20 +37,10 @@ import pandas as pd
 from IPython.display import HTML
 
 from residual_lib import analysis, paper, scorecard
-from residual_lib.sections import default_results_dir, ensure
+from residual_lib.sections import default_results_dir, notebook_records
 from residual_lib.tables import table
 
-records = ensure(
-    "08_reproduction",
-    profile=profile,
-    seeds=seeds,
-    variants=variants,
-    results_dir=results_dir,
-    train_missing=train_missing,
-    device=device,
-    repeats=repeats,
-    repro_variant=repro_variant,
-)
+records = notebook_records("08_reproduction", globals())
 claims = paper.claims()
 HTML(
     scorecard.verdict_box(

@@ -39,20 +39,11 @@ from IPython.display import Markdown
 from residual_lib import analysis, plots
 from residual_lib.book import glue
 from residual_lib.profiles import get_profile, ladder
-from residual_lib.sections import ensure, missing, plan
+from residual_lib.sections import missing, notebook_records, plan
 from residual_lib.tables import table
 
 rungs = ladder(profile)
-records = ensure(
-    "09_scale_ladder",
-    profile=profile,
-    seeds=seeds,
-    variants=variants,
-    results_dir=results_dir,
-    train_missing=train_missing,
-    device=device,
-    skip_missing=True,
-)
+records = notebook_records("09_scale_ladder", globals(), skip_missing=True)
 absent = missing(plan("09_scale_ladder", profile, seeds, variants), results_dir)
 glue("ladder_rungs", ", ".join(rungs))
 

@@ -58,23 +58,14 @@ from residual_lib.sections import (
     ESCAPE_INIT_NOISE,
     ESCAPE_PROFILES,
     default_results_dir,
-    ensure,
     escape_condition,
     missing,
+    notebook_records,
     plan,
 )
 from residual_lib.tables import table
 
-records = ensure(
-    "10_ffn_escape",
-    profile=profile,
-    seeds=seeds,
-    variants=variants,
-    results_dir=results_dir,
-    train_missing=train_missing,
-    device=device,
-    skip_missing=True,
-)
+records = notebook_records("10_ffn_escape", globals(), skip_missing=True)
 absent = missing(plan("10_ffn_escape", profile, seeds, variants), results_dir)
 runs = analysis.escapes(
     records if len(records) else records.head(0), scorecard.FLOOR_TOL

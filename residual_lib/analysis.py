@@ -189,6 +189,24 @@ def misorder_probability(estimates: pd.DataFrame, a: str, b: str) -> float:
     return hits / total if total else math.nan
 
 
+def confound_runs(records: pd.DataFrame, gain_variant: str, seed: int, gains, variants) -> tuple:
+    """Section 5's two sets of runs: ``gain_variant`` at ``seed`` under each of ``gains``, and
+    the central runs (gain 1, fixed batches) of ``variants`` whose evaluation noise is measured."""
+    gain_runs = records[(records.variant == gain_variant) & (records.seed == seed) & records.gain.isin(gains)]
+    central = records[(records.gain == 1.0) & (records.eval_mode == "fixed") & records.variant.isin(variants)]
+    return gain_runs, central
+
+
+#: The comparisons whose ordering random evaluation could flip (chapter 5 and the confounds page).
+MISORDER_PAIRS = (("attn_only", "ffn_only"), ("ffn_only", "no_residual"), ("full", "attn_only"))
+
+
+def misorder_table(estimates: pd.DataFrame, pairs=MISORDER_PAIRS) -> pd.DataFrame:
+    """:func:`misorder_probability` for each pair, one row per pair."""
+    return pd.DataFrame([{"pair": f"{a} vs {b}", "misorder probability": misorder_probability(estimates, a, b)}
+                         for a, b in pairs])
+
+
 def welch_gap(a: np.ndarray, b: np.ndarray, confidence: float = 0.95) -> dict:
     """Difference of means ``mean(a) - mean(b)`` with Welch's t-test and its confidence
     interval (scipy), plus a percentile bootstrap interval when both samples have >= 2 values."""

@@ -25,6 +25,7 @@ numbers) when a tolerance is not met. Tolerances are stated where they are used:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import sys
@@ -47,20 +48,15 @@ def _rel(a: list[float], b: list[float]) -> float:
     return float(((a - b).abs() / a.abs().clamp_min(1e-12)).max())
 
 
+@contextlib.contextmanager
 def _no_tf32():
     """TF32 matrix multiplies off for a block (fp32 comparisons on Ampere and later)."""
-    import contextlib
-
-    @contextlib.contextmanager
-    def block():
-        saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
-        try:
-            yield
-        finally:
-            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
-
-    return block()
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
 def smoke_bf16(device: str) -> dict:

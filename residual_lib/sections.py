@@ -160,6 +160,21 @@ def missing(specs: list[RunSpec], results_dir: str | os.PathLike | None = None) 
     return [s for s in specs if find_record(results, s.profile, s.key) is None]
 
 
+#: The parameters every section notebook has (its ``parameters`` cell), besides its plan's own.
+NOTEBOOK_PARAMETERS = ("profile", "seeds", "variants", "results_dir", "train_missing", "device")
+
+
+def notebook_records(section: str, namespace: dict, **options) -> pd.DataFrame:
+    """:func:`ensure` for a notebook: the section's parameters are read from the notebook's
+    ``namespace`` (``globals()``, where papermill injects them), the common ones and those
+    its plan takes (e.g. ``gains`` for 05_confounds), so each notebook asks with one line and
+    this module alone knows which names a section reads. ``options``: e.g. ``skip_missing``."""
+    own = [n for n in inspect.signature(PLANS[section_name(section)]).parameters
+           if n not in ("profile", "seeds", "variants")]
+    params = {n: namespace[n] for n in (*NOTEBOOK_PARAMETERS, *own) if n in namespace}
+    return ensure(section, **params, **options)
+
+
 def ensure(
     section: str,
     profile: str = "smoke",

@@ -148,3 +148,17 @@ def test_a_misspelt_section_parameter_is_refused_not_ignored():
     with pytest.raises(ValueError, match="none besides profile"):
         plan("06_central", "smoke", SEEDS, repeats=2)
     assert len(plan("05_confounds", "smoke", SEEDS, gains=[1.0, 2.0])) < len(plan("05_confounds", "smoke", SEEDS))
+
+
+def test_a_notebook_asks_for_its_records_with_the_names_its_section_takes(monkeypatch):
+    asked = {}
+    monkeypatch.setattr(sections, "ensure", lambda section, **kw: asked.update(section=section, **kw))
+    namespace = {"profile": "smoke", "seeds": [1], "variants": ["full"], "results_dir": "r", "train_missing": False,
+                 "device": "cpu", "gains": [1.0, 2.0], "gain_variant": "full", "tolerance": 0.05, "pd": object()}
+    sections.notebook_records("05_confounds", namespace)
+    assert asked == {"section": "05_confounds", "profile": "smoke", "seeds": [1], "variants": ["full"],
+                     "results_dir": "r", "train_missing": False, "device": "cpu", "gains": [1.0, 2.0],
+                     "gain_variant": "full"}  # not tolerance, which the plan does not take
+    asked.clear()
+    sections.notebook_records("06_central", namespace, skip_missing=True)
+    assert "gains" not in asked and asked["skip_missing"] is True

@@ -32,7 +32,9 @@ from residual_lib.sections import notebook_records
 from residual_lib.tables import table
 
 records = notebook_records("05_confounds", globals())
-gain_runs, central = analysis.confound_runs(records, gain_variant, seeds[0], gains, variants)
+gain_runs, central = analysis.confound_runs(
+    records, gain_variant, seeds[0], gains, variants
+)
 
 # %% [markdown]
 # ## 1. Runtime gain: a reparameterization the optimiser undoes

@@ -38,7 +38,9 @@ from residual_lib.sections import default_results_dir, notebook_records
 from residual_lib.tables import table
 
 records = notebook_records("05_confounds", globals())
-gain_runs, central = analysis.confound_runs(records, gain_variant, seeds[0], gains, variants)
+gain_runs, central = analysis.confound_runs(
+    records, gain_variant, seeds[0], gains, variants
+)
 HTML(
     scorecard.verdict_box(
         results_dir or default_results_dir(),

@@ -17,21 +17,24 @@
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"
-seeds = [1337, 42, 123]
-variants = ["full", "attn_only", "ffn_only", "no_residual"]
+seeds = None  # None: the section's default, sections.defaults(section)
+variants = None
 results_dir = None
 train_missing = False
-gains = [0.5, 1.0, 2.0, 4.0]
-gain_variant = "attn_only"
-tolerance = 0.05
+device = "auto"
+gains = None
+gain_variant = None
 
 # %% tags=["hide-input"]
-from residual_lib import analysis, plots
+from residual_lib import analysis, plots, scorecard
 from residual_lib.book import glue
 from residual_lib.sections import notebook_records
 from residual_lib.tables import table
 
 records = notebook_records("05_confounds", globals())
+tolerance = (
+    scorecard.GAIN_TOL
+)  # training-loss spread (nats) below which gains count as equivalent
 gain_runs, central = analysis.confound_runs(
     records, gain_variant, seeds[0], gains, variants
 )

@@ -100,7 +100,7 @@ show_table(counts.rename("rows"), index="verdict")
 # %% tags=["hide-input"]
 Markdown(
     "\n".join(
-        f"- **{name.replace('_', ' ')}**: {text}"
-        for name, text in scorecard.RULES.items()
+        f"- **{name.replace('_', ' ')}**: {rule.text}"
+        for name, rule in scorecard.RULES.items()
     )
 )

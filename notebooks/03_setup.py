@@ -18,8 +18,8 @@
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"
-seeds = [1337, 42, 123]
-variants = ["full", "attn_only", "ffn_only", "no_residual"]
+seeds = None  # None: the section's default, sections.defaults(section)
+variants = None
 device = "auto"
 results_dir = None
 train_missing = True
@@ -134,14 +134,7 @@ vocab = {"shakespeare_char": 65, "openwebtext": 50257}
 rows = []
 for name, prof in PROFILES.items():
     for variant in ("full", "mixer"):
-        config = GPTConfig.for_variant(
-            variant,
-            vocab_size=vocab[prof.dataset],
-            block_size=prof.block_size,
-            n_layer=prof.n_layer,
-            n_head=prof.n_head,
-            n_embd=prof.n_embd,
-        )
+        config = GPTConfig.for_profile(prof, variant, vocab_size=vocab[prof.dataset])
         with torch.device("meta"):
             n = ResidualGPT(config).num_params()
         rows.append(

@@ -21,14 +21,13 @@
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"
-seeds = [1337, 42, 123]
-variants = ["full", "attn_only", "ffn_only", "no_residual"]
+seeds = None  # None: the section's default, sections.defaults(section)
+variants = None
 device = "auto"
 results_dir = None
 train_missing = True
-gains = [0.5, 1.0, 2.0, 4.0]
-gain_variant = "attn_only"
-tolerance = 0.05  # training-loss spread (nats) below which gains count as equivalent
+gains = None
+gain_variant = None
 
 # %%
 from IPython.display import HTML, Markdown
@@ -38,6 +37,9 @@ from residual_lib.sections import default_results_dir, notebook_records
 from residual_lib.tables import table
 
 records = notebook_records("05_confounds", globals())
+tolerance = (
+    scorecard.GAIN_TOL
+)  # training-loss spread (nats) below which gains count as equivalent
 gain_runs, central = analysis.confound_runs(
     records, gain_variant, seeds[0], gains, variants
 )

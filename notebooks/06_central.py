@@ -20,8 +20,8 @@
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"
-seeds = [1337, 42, 123]
-variants = ["full", "attn_only", "ffn_only", "no_residual"]
+seeds = None  # None: the section's default, sections.defaults(section)
+variants = None
 device = "auto"
 results_dir = None
 train_missing = True

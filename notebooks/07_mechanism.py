@@ -27,8 +27,8 @@
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"
-seeds = [1337, 42, 123]
-variants = ["full", "attn_only", "ffn_only", "no_residual"]
+seeds = None  # None: the section's default, sections.defaults(section)
+variants = None
 device = "auto"
 results_dir = None
 train_missing = True
@@ -96,7 +96,7 @@ alpha = alpha.reindex(analysis.variant_order(records)).rename(
         "max_head": "best head",
     }
 )
-block_size = analysis.read_record(attn.path.iloc[0])["config"]["profile"]["block_size"]
+block_size = attn.block_size.iloc[0]
 alpha.loc["uniform causal attention"] = analysis.uniform_causal_alpha(int(block_size))
 table(alpha, index="variant")
 

@@ -23,13 +23,13 @@
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"
-seeds = [1337, 42, 123]
-variants = ["full", "attn_only", "ffn_only", "no_residual"]
+seeds = None  # None: the section's default, sections.defaults(section)
+variants = None
 device = "auto"
 results_dir = None
 train_missing = True
-repeats = 3
-repro_variant = "attn_only"
+repeats = None
+repro_variant = None
 
 # %%
 import pandas as pd
@@ -64,13 +64,10 @@ paper.section_view(8)
 # %%
 repeat_runs = records[(records.variant == repro_variant) & (records.seed == seeds[0])]
 repeat_table = repeat_runs[
-    ["deterministic", "replicate", "final_val_loss", "best_val_loss", "path"]
+    ["deterministic", "replicate", "final_val_loss", "best_val_loss", "device_name"]
 ]
 repeat_table = repeat_table.sort_values(["deterministic", "replicate"])
-repeat_table["device"] = [
-    analysis.read_record(p)["provenance"]["device_name"] for p in repeat_table.path
-]
-table(repeat_table.drop(columns="path"), decimals=4)
+table(repeat_table, decimals=4, headers={"device_name": "device"})
 
 # %%
 spread = repeat_runs.groupby("deterministic")["final_val_loss"].agg(

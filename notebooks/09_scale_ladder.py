@@ -27,11 +27,12 @@
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"
-seeds = [1337, 42, 123]
-variants = ["full", "attn_only", "ffn_only", "no_residual"]
+seeds = None  # None: the section's default, sections.defaults(section)
+variants = None
 device = "auto"
 results_dir = None
 train_missing = True
+ladder_seeds = None
 
 # %%
 from IPython.display import Markdown
@@ -39,12 +40,12 @@ from IPython.display import Markdown
 from residual_lib import analysis, plots
 from residual_lib.book import glue
 from residual_lib.profiles import get_profile, ladder
-from residual_lib.sections import missing, notebook_records, plan
+from residual_lib.sections import notebook_records
 from residual_lib.tables import table
 
 rungs = ladder(profile)
 records = notebook_records("09_scale_ladder", globals(), skip_missing=True)
-absent = missing(plan("09_scale_ladder", profile, seeds, variants), results_dir)
+absent = records.attrs["missing"]
 glue("ladder_rungs", ", ".join(rungs))
 
 # %% [markdown]

@@ -41,11 +41,13 @@
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"
-seeds = [1337, 42, 123]
-variants = ["full", "attn_only", "ffn_only", "no_residual"]
+seeds = None  # None: the section's default, sections.defaults(section)
+variants = None
 device = "auto"
 results_dir = None
 train_missing = True
+escape_gains = None
+perturbations = None
 
 # %%
 import pandas as pd
@@ -59,14 +61,12 @@ from residual_lib.sections import (
     ESCAPE_PROFILES,
     default_results_dir,
     escape_condition,
-    missing,
     notebook_records,
-    plan,
 )
 from residual_lib.tables import table
 
 records = notebook_records("10_ffn_escape", globals(), skip_missing=True)
-absent = missing(plan("10_ffn_escape", profile, seeds, variants), results_dir)
+absent = records.attrs["missing"]
 runs = analysis.escapes(
     records if len(records) else records.head(0), scorecard.FLOOR_TOL
 )
@@ -112,9 +112,7 @@ table(counts, index="condition", headers={"seeds_escaping": "seeds that escape"}
 # %%
 if len(runs):
     curve = analysis.curves(runs, "val")
-    curve["condition"] = curve["key"].map(
-        dict(zip([analysis.read_record(p)["key"] for p in runs.path], runs.condition))
-    )
+    curve["condition"] = curve["key"].map(dict(zip(runs.key, runs.condition)))
     plots.show(
         plots.escape_curves(curve, floor, scorecard.FLOOR_TOL, ORDER),
         "fig-escape-curves",
@@ -173,7 +171,7 @@ if {base, nudged} <= set(pair.columns):
     if len(edge):
         findings.append(
             f"{len(edge)} of these runs end{'s' if len(edge) == 1 else ''} within 0.035"
-            " nats of the 0.05-nat line ("
+            f" nats of the {scorecard.FLOOR_TOL}-nat line ("
             + ", ".join(
                 f"seed {r.seed}{' nudged' if r.init_noise else ''} {r.below_floor:.3f}"
                 " below"

@@ -1,8 +1,9 @@
 """residual_lib: partial residual ablations in Pre-LN GPT-style transformers.
 
-The model (:mod:`.model`), corpora (:mod:`.data`), profiles (:mod:`.profiles`),
-trainer (:mod:`.train`), diagnostics (:mod:`.diagnostics`) and run records
-(:mod:`.records`) behind the replication book. Command line: ``python -m residual_lib``.
+The model (:mod:`.model`), corpora (:mod:`.data`), profiles (:mod:`.profiles`), runs
+(:mod:`.runs`), trainer (:mod:`.train`), diagnostics (:mod:`.diagnostics`) and run records
+(:mod:`.records`) behind the replication book: ``run(Run("cpu", "attn_only", 1337))``
+returns the path of that run's record, training it if it is missing. Command line: ``python -m residual_lib``.
 
 CPU instruction set. PyTorch, MKL and oneDNN pick their CPU kernels by the instruction set
 of the machine, and AVX-512 kernels sum in another order than AVX2 ones, so the same run
@@ -26,10 +27,12 @@ from .data import Corpus, DataError, load_corpus, unigram_floor
 from .model import VARIANTS, GPTConfig, ResidualGPT
 from .profiles import PROFILES, Profile, get_profile
 from .records import load_curves, load_records, summarize
-from .train import run
+from .runs import Run
+from .train import obtain, run, train
 
 __all__ = [
-    "Corpus", "DataError", "GPTConfig", "PROFILES", "Profile", "ResidualGPT", "VARIANTS",
-    "get_profile", "load_corpus", "load_curves", "load_records", "run", "summarize", "unigram_floor",
+    "Corpus", "DataError", "GPTConfig", "PROFILES", "Profile", "ResidualGPT", "Run", "VARIANTS",
+    "get_profile", "load_corpus", "load_curves", "load_records", "obtain", "run", "summarize", "train",
+    "unigram_floor",
 ]
 __version__ = "0.1.0"

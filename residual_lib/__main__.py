@@ -24,7 +24,8 @@ from .data import DataError
 from .model import VARIANTS
 from .profiles import PROFILES, ProfileError, get_profile
 from .records import RecordError
-from .train import RunError, check_run, check_seed, check_writable, resolve_device, run
+from .runs import PAPER_SEEDS, Run, RunError, check_variant
+from .train import check_writable, resolve_device, run
 
 CLUSTERS = ("slurm", "local", "debug")
 
@@ -64,7 +65,8 @@ def _build_parser() -> argparse.ArgumentParser:
     w.add_argument("notebooks", nargs="*", help="notebooks/NN_section.py files")
     w.add_argument("--all", action="store_true", help="every notebook under notebooks/")
     w.add_argument("--profile", default="smoke", help=f"one of {', '.join(PROFILES)} (default smoke)")
-    w.add_argument("--seeds", type=int, nargs="+", default=[1337, 42, 123])
+    w.add_argument("--seeds", type=int, nargs="+", default=list(PAPER_SEEDS),
+                   help=f"default: the paper's, {' '.join(map(str, PAPER_SEEDS))}")
     w.add_argument("--variants", nargs="+", default=None, help="variants of the central comparisons (default: all four)")
     w.add_argument("--jobs", type=int, default=None,
                    help="processes training at once (default: one per core on CPU, 1 on GPU)")
@@ -118,20 +120,14 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _train(args) -> int:
-    profile = get_profile(args.profile, max_iters=args.max_iters)
-    check_run(args.variant, args.eval_mode, args.gain, args.init_noise)
-    check_seed(args.seed)
-    if args.replicate < 0:
-        raise RunError(f"replicate must be >= 0, got {args.replicate}: pass --replicate 0 or more")
+    spec = Run(get_profile(args.profile, max_iters=args.max_iters), args.variant, args.seed, args.eval_mode,
+               args.gain, not args.nondeterministic, args.replicate, args.init_noise)
     if args.checkpoint_every is not None and args.checkpoint_every < 0:
         raise RunError(f"--checkpoint-every must be >= 0, got {args.checkpoint_every}")
     device = resolve_device(args.device)
-    path, trained = run(
-        profile, args.variant, args.seed, eval_mode=args.eval_mode, gain=args.gain,
-        deterministic=not args.nondeterministic, replicate=args.replicate, results_dir=_results(args.out),
-        force=args.force, device=device, data_dir=args.data_dir, progress=False if args.quiet else None,
-        compile=args.compile, init_noise=args.init_noise, checkpoint_every=args.checkpoint_every,
-    )
+    path, trained = run(spec, _results(args.out), force=args.force, device=device, data_dir=args.data_dir,
+                        progress=False if args.quiet else None, compile=args.compile,
+                        checkpoint_every=args.checkpoint_every)
     from .records import read_record
 
     rec = read_record(path)
@@ -151,7 +147,7 @@ def _train(args) -> int:
 
 def _results(path: str | None):
     """The results folder a command uses: the one given, else results/ of this checkout."""
-    from .sections import default_results_dir
+    from .paths import default_results_dir
 
     return path if path else default_results_dir()
 
@@ -193,14 +189,15 @@ def _summary(args) -> int:
 
 
 def _sweep(args) -> int:
-    from .sweep import all_notebooks, sweep
+    from .execute import all_notebooks
+    from .sweep import sweep
 
     notebooks = list(args.notebooks) + ([str(p) for p in all_notebooks()] if args.all else [])
     if not notebooks:
         raise RunError("no notebooks given: pass notebooks/NN_section.py files or --all")
     get_profile(args.profile)
     for variant in args.variants or []:
-        check_run(variant, "fixed", 1.0)
+        check_variant(variant)
     if args.executor not in ("local", "submitit"):
         raise RunError(f"unknown executor {args.executor!r}: choose local or submitit")
     if args.cluster is not None and args.cluster not in CLUSTERS:

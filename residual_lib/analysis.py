@@ -148,7 +148,7 @@ def escapes(frame: pd.DataFrame, tolerance: float) -> pd.DataFrame:
                                        "final_val_loss", "below_floor", "escaped", "escape_step", "path"])
 
 
-def gain_equivalence(curve: pd.DataFrame, tolerance: float = 0.05, value: str = "loss") -> tuple[pd.DataFrame, int | None]:
+def gain_equivalence(curve: pd.DataFrame, tolerance: float, value: str = "loss") -> tuple[pd.DataFrame, int | None]:
     """Spread (max - min across gains) of ``value`` at every logged step, and the first step
     from which the spread stays below ``tolerance`` for the rest of training (None if never)."""
     wide = curve.pivot_table(index="step", columns="gain", values=value)

@@ -30,9 +30,8 @@ import torch
 
 from .data import atomic_write_bytes, load_corpus
 from .profiles import Profile, get_profile
-from .train import RunState, determinism, is_log_step, make_optimizer, resolve_device, train_step
-
-BENCH_VARIANTS = ("full", "attn_only", "ffn_only", "no_residual")
+from .runs import CENTRAL_VARIANTS, Run
+from .train import RunState, determinism, is_log_step, make_trainer, resolve_device
 
 
 @contextmanager
@@ -52,35 +51,30 @@ def _sync(device: str) -> None:
 
 
 def _states(profile: Profile, corpus, n: int, device: str, first_seed: int = 0) -> list[RunState]:
-    return [RunState(profile, corpus, BENCH_VARIANTS[i % len(BENCH_VARIANTS)], first_seed + i, "fixed", 1.0, True, 0,
-                     device, progress=False) for i in range(n)]
+    return [RunState(Run(profile, CENTRAL_VARIANTS[i % len(CENTRAL_VARIANTS)], first_seed + i), corpus, device)
+            for i in range(n)]
 
 
 class _Loop:
-    """Something that trains a step: one model or a fused group."""
+    """The training steps of ``n_models`` models, without evaluation: one trainer of them all
+    (fused), or one per model stepped one after another (as a sweep without fusion trains
+    them). The trainers are :func:`residual_lib.train.make_trainer`'s, the ones ``train``
+    drives."""
 
     def __init__(self, profile: Profile, corpus, n_models: int, fused: bool, device: str, diagnostics: bool = True,
                  first_seed: int = 0, compile: bool = False):
         self.profile, self.device, self.diagnostics = profile, device, diagnostics
         self.n_models = n_models
         states = _states(profile, corpus, n_models, device, first_seed)
-        if fused:
-            from .fused import FusedTrainer
-
-            self.trainers = [FusedTrainer(states, compile=compile)]
-            self._step = lambda t, s, log: t.step(s, log)
-        else:
-            self.trainers = [(st, make_optimizer(st.model, profile, device)) for st in states]
-            for st in states if compile else []:
-                st.compile()
-            self._step = lambda t, s, log: train_step(t[0], t[1], s, log)
+        groups = [states] if fused else [[state] for state in states]
+        self.trainers = [make_trainer(group, compile) for group in groups]
         self.done = 0
 
     def run(self, steps: int) -> None:
         for _ in range(steps):
             log = self.diagnostics and is_log_step(self.done, self.profile)
-            for trainer in self.trainers:  # one after another, as a sweep without fusion trains them
-                self._step(trainer, self.done, log)
+            for trainer in self.trainers:
+                trainer.step(self.done, log)
             self.done += 1
         _sync(self.device)
 
@@ -207,7 +201,7 @@ def bench(
             "nodiag": _Loop(profile, corpus, 1, False, device, diagnostics=False, compile=compile),
             "fused": _Loop(profile, corpus, fuse, True, device, compile=compile),
         }
-        n_params = loops["single"].trainers[0][0].model.num_params()
+        n_params = loops["single"].trainers[0].states[0].model.num_params()
         for name, rate in _best_rates(loops, steps, warmup, repeats).items():
             out[f"{name}_tokens_per_s"] = rate
         del loops

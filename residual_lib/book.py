@@ -40,7 +40,7 @@ def glue(name: str, value, display: bool = False):
 
 def pages(root: Path = ROOT) -> list[Path]:
     """Every notebook the book shows: the computed book pages, then the sections."""
-    from .sweep import all_notebooks
+    from .execute import all_notebooks
 
     return sorted((root / "book").glob("*.py")) + all_notebooks(root / "notebooks")
 
@@ -93,13 +93,13 @@ def _draw_static_figures(folder: Path) -> None:
 
 
 def recorded_seeds(results: Path, profile: str) -> list[int]:
-    """The seeds the chapters show: in order (1337, 42, 123 first), every seed with a
+    """The seeds the chapters show: in order (the paper's first), every seed with a
     central-sweep record (fixed batches, deterministic, gain 1) for all four variants whose
     addition leaves no section short of a record (a partial sweep may have finished a seed's
     central runs but not yet its mixer run). Sections that show partial studies
     (:data:`residual_lib.sections.PARTIAL_OK`) do not count."""
     from .records import controlled, load_records
-    from .sections import CENTRAL_VARIANTS, PARTIAL_OK, PLANS, missing, plan
+    from .sections import CENTRAL_VARIANTS, PAPER_SEEDS, PARTIAL_OK, PLANS, missing, plan
 
     frame = load_records(results / profile)
     if frame.empty:
@@ -107,7 +107,7 @@ def recorded_seeds(results: Path, profile: str) -> list[int]:
     central = controlled(frame)
     central = central[central.variant.isin(CENTRAL_VARIANTS)]
     complete = central.groupby("seed")["variant"].nunique()
-    ordered = [s for s in (1337, 42, 123) if s in complete.index] + sorted(set(complete.index) - {1337, 42, 123})
+    ordered = [s for s in PAPER_SEEDS if s in complete.index] + sorted(set(complete.index) - set(PAPER_SEEDS))
     chosen: list[int] = []
     for seed in (int(s) for s in ordered if complete[s] == len(CENTRAL_VARIANTS)):
         trial = chosen + [seed]
@@ -140,7 +140,7 @@ def build(profile: str = "cpu", results_dir: str | os.PathLike | None = None, ro
     seed with a complete central sweep) and build the site; returns the index page. Every
     record is validated first (:func:`check_records`)."""
     from .sections import default_results_dir
-    from .sweep import execute_notebook
+    from .execute import execute_notebook
 
     results = Path(results_dir).resolve() if results_dir else default_results_dir()
     check_records(results, profile, skip_bad)
@@ -188,10 +188,10 @@ if "google.colab" in sys.modules:
     sys.path.insert(0, CHECKOUT)'''
 
 COLAB_NOTE = '''**Running this notebook.** It runs the `{profile}` profile by default{trains}. The book shows the
-`cpu` profile: set `profile = "cpu"` and `seeds = [1337, 42, 123, 7, 8]` in the parameters cell
+`cpu` profile: set `profile = "cpu"` and `seeds = {seeds}` in the parameters cell
 below to see the same numbers; the repository's committed `cpu` records are then read, not
 retrained. Headless, the same with papermill:
-`papermill {path} out.ipynb -p profile cpu -y "seeds: [1337, 42, 123, 7, 8]"`.'''
+`papermill {path} out.ipynb -p profile cpu -y "seeds: {seeds}"`.'''
 
 
 def repository_url(root: Path = ROOT) -> str:
@@ -215,7 +215,9 @@ def twin(page: Path, root: Path = ROOT):
     trains = ", training any record that is missing (minutes on a CPU)" if "train_missing = True" in params.source \
         else ""
     rel = f"{page.parent.name}/{page.stem}.ipynb"
-    note = nbformat.v4.new_markdown_cell(COLAB_NOTE.format(profile=profile, trains=trains, path=rel),
+    # the seeds the book shows: those of the committed cpu records
+    seeds = "[" + ", ".join(map(str, recorded_seeds(root / "results", "cpu"))) + "]"
+    note = nbformat.v4.new_markdown_cell(COLAB_NOTE.format(profile=profile, trains=trains, path=rel, seeds=seeds),
                                          metadata={"tags": ["remove-cell"]}, id="colab-note")
     setup = nbformat.v4.new_code_cell(COLAB_SETUP.format(url=repository_url(root)),
                                       metadata={"tags": ["remove-cell"]}, id="colab-setup")

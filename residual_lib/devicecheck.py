@@ -34,9 +34,10 @@ from pathlib import Path
 
 import torch
 
-from .fused import FusedTrainer, train_fused
+from .fused import FusedTrainer
 from .profiles import get_profile
-from .train import RunState, fp32_on_cuda, resolve_device, train, train_step
+from .runs import Run
+from .train import RunState, SingleTrainer, fp32_on_cuda, resolve_device, train, train_group
 
 
 class CheckFailed(AssertionError):
@@ -60,7 +61,7 @@ def _no_tf32():
 
 
 def smoke_bf16(device: str) -> dict:
-    rec = train("smoke", "full", 1337, device=device, progress=False)
+    rec = train(Run("smoke", "full", 1337), device=device, progress=False)
     below = rec["eval_floor"] - rec["final_val_loss"]
     result = {"final_val_loss": rec["final_val_loss"], "eval_floor": rec["eval_floor"], "below_floor": below,
               "precision": rec["provenance"]["precision"], "tokens_per_second": rec["tokens_per_second"]}
@@ -71,11 +72,11 @@ def smoke_bf16(device: str) -> dict:
 
 def fused_matches_single(device: str) -> dict:
     profile = get_profile("smoke", max_iters=60, eval_interval=20, log_interval=5, learning_rate=1e-3, min_lr=1e-4)
-    runs = [{"variant": "attn_only", "seed": 1}, {"variant": "ffn_only", "seed": 2}]
+    runs = [Run(profile, "attn_only", 1), Run(profile, "ffn_only", 2)]
     tolerance = 1e-4 if device.startswith("cuda") else 1e-5
     with fp32_on_cuda(), _no_tf32():
-        fused = train_fused(profile, runs, device=device, progress=False)
-        single = [train(profile, device=device, progress=False, **r) for r in runs]
+        fused = train_group(runs, device=device, progress=False)
+        single = [train(r, device=device, progress=False) for r in runs]
     errors = [max(_rel(s["curves"][split]["loss"], f["curves"][split]["loss"]) for split in ("train", "val"))
               for s, f in zip(single, fused)]
     result = {"max_relative_loss_difference": max(errors), "tolerance": tolerance}
@@ -86,8 +87,8 @@ def fused_matches_single(device: str) -> dict:
 
 def dropout_fused(device: str) -> dict:
     profile = get_profile("smoke-dropout")
-    runs = [{"variant": "full", "seed": 5}, {"variant": "full", "seed": 5, "replicate": 1}]
-    recs = train_fused(profile, runs, device=device, progress=False)
+    runs = [Run(profile, "full", 5), Run(profile, "full", 5, replicate=1)]
+    recs = train_group(runs, device=device, progress=False)
     finals = [r["final_val_loss"] for r in recs]
     floor = recs[0]["eval_floor"]
     result = {"final_val_losses": finals, "eval_floor": floor, "dropout": profile.dropout}
@@ -122,17 +123,12 @@ def _gradient(profile, fused: bool, device: str, batch) -> list[torch.Tensor]:
     micro = x.shape[0] // profile.grad_accum
     pieces = iter([(x[i:i + micro].to(device), y[i:i + micro].to(device)) for i in range(0, x.shape[0], micro)])
     with fp32_on_cuda(), _no_tf32():
-        state = RunState(profile, corpus, "full", 3, "fixed", 1.0, True, 0, device, progress=False)
+        state = RunState(Run(profile, "full", 3), corpus, device)
         state.next_batch = lambda: next(pieces)
-        if not fused:
-            probe = _GradientProbe(state.model.parameters())
-            train_step(state, probe, 0, log=False)
-            return probe.grads
-        trainer = FusedTrainer([state])
-        probe = _GradientProbe(trainer.params.values())
-        trainer.optimizer = probe
+        trainer = FusedTrainer([state]) if fused else SingleTrainer(state)
+        trainer.optimizer = probe = _GradientProbe(trainer.params.values())
         trainer.step(0, log=False)
-        return [g[0] for g in probe.grads]
+        return [g[0] for g in probe.grads] if fused else probe.grads
 
 
 def grad_accum(device: str) -> dict:
@@ -155,8 +151,8 @@ def grad_accum(device: str) -> dict:
 
 def compile_matches_eager(device: str) -> dict:
     profile = get_profile("smoke", max_iters=40, eval_interval=20, log_interval=5)
-    eager = train(profile, "attn_only", 1, device=device, progress=False)
-    compiled = train(profile, "attn_only", 1, device=device, progress=False, compile=True)
+    eager = train(Run(profile, "attn_only", 1), device=device, progress=False)
+    compiled = train(Run(profile, "attn_only", 1), device=device, progress=False, compile=True)
     err = _rel(eager["curves"]["train"]["loss"], compiled["curves"]["train"]["loss"])
     result = {"max_relative_loss_difference": err, "tolerance": 1e-2, "compiled": compiled["provenance"]["compiled"]}
     if not err <= 1e-2:

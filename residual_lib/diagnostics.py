@@ -36,10 +36,10 @@ def grad_norms(model: ResidualGPT) -> dict[str, float]:
     return out
 
 
-@torch.no_grad()
-def hidden_norms(hidden: list[torch.Tensor]) -> list[float]:
-    """Mean per-token L2 norm of each residual-stream state ``h_0 .. h_L``."""
-    return [float(h.float().norm(dim=-1).mean()) for h in hidden]
+def hidden_norms(hidden: list[torch.Tensor]) -> torch.Tensor:
+    """Mean per-token L2 norm of each residual-stream state ``h_0 .. h_L``, shape (L + 1,)
+    (a tensor, so that the fused trainer can take it under ``vmap``, one row per model)."""
+    return torch.stack([h.detach().float().norm(dim=-1).mean() for h in hidden])
 
 
 def norm_growth(norms: list[float]) -> float:
@@ -87,7 +87,7 @@ def final_diagnostics(model: ResidualGPT, x: torch.Tensor) -> dict:
     model.eval()
     try:
         _, _, hidden = model(x, return_hidden=True)
-        norms = hidden_norms(hidden)
+        norms = hidden_norms(hidden).tolist()
         alpha = attention_diagonal_mass(model, hidden)
     finally:
         model.train(was_training)

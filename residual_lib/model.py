@@ -16,7 +16,7 @@ normal(0, ``init_std``) initialisation with the residual projections scaled by
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 import torch
 import torch.nn as nn
@@ -34,20 +34,27 @@ VARIANTS: dict[str, tuple[bool, bool, bool]] = {
 }
 
 
-@dataclass
-class GPTConfig:
-    vocab_size: int = 65
-    block_size: int = 256
-    n_layer: int = 6
-    n_head: int = 6
-    n_embd: int = 384
+@dataclass(frozen=True)
+class Shape:
+    """The model's hyper-parameters that a training profile sets (and
+    :class:`residual_lib.profiles.Profile` inherits): defaults of the ``cpu`` profile."""
+
+    n_layer: int = 4
+    n_head: int = 4
+    n_embd: int = 128
+    block_size: int = 64
     dropout: float = 0.0
     bias: bool = True
+    init_std: float = 0.02
+
+
+@dataclass(frozen=True)
+class GPTConfig(Shape):
+    vocab_size: int = 65
     attn_residual: bool = True
     ffn_residual: bool = True
     mixer: bool = False
     gain: float = 1.0
-    init_std: float = 0.02
 
     @classmethod
     def for_variant(cls, variant: str, **kwargs) -> "GPTConfig":
@@ -55,6 +62,11 @@ class GPTConfig:
             raise ValueError(f"unknown variant {variant!r}: choose one of {', '.join(VARIANTS)}")
         attn_residual, ffn_residual, mixer = VARIANTS[variant]
         return cls(attn_residual=attn_residual, ffn_residual=ffn_residual, mixer=mixer, **kwargs)
+
+    @classmethod
+    def for_profile(cls, profile: Shape, variant: str, **kwargs) -> "GPTConfig":
+        """The model a profile trains for ``variant`` (``kwargs``: ``vocab_size``, ``gain``)."""
+        return cls.for_variant(variant, **{f.name: getattr(profile, f.name) for f in fields(Shape)}, **kwargs)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -34,23 +34,20 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
 
+from .model import Shape
+
 
 class ProfileError(ValueError):
     """An unknown profile or an invalid override; the message says how to fix it."""
 
 
-@dataclass(frozen=True)
-class Profile:
+@dataclass(frozen=True, kw_only=True)
+class Profile(Shape):
+    """A named recipe: the model's :class:`~residual_lib.model.Shape` (layers, heads, width,
+    context, dropout, bias, init std) and everything else below."""
+
     name: str
     dataset: str = "shakespeare_char"
-    # model
-    n_layer: int = 4
-    n_head: int = 4
-    n_embd: int = 128
-    block_size: int = 64
-    dropout: float = 0.0
-    bias: bool = True
-    init_std: float = 0.02
     # optimisation
     batch_size: int = 32
     grad_accum: int = 1

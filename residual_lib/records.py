@@ -1,8 +1,8 @@
 """Run records: one JSON file per training run, written atomically, read back as pandas.
 
 A run is identified by its *key*, a hash of everything that determines its result
-(the profile's fields, variant, seed, evaluation mode, gain, determinism and a
-replicate index: :func:`run_identity`). The device is recorded under ``provenance`` but
+(:class:`residual_lib.runs.Run`: the profile's fields, variant, seed, evaluation mode,
+gain, determinism, a replicate index and an initial-weight perturbation). The device is recorded under ``provenance`` but
 is not part of the key, so records made on a GPU answer the same request made on a CPU.
 
 Records live at ``<results>/<profile>/<variant>_seed<seed>_<key>.json``.
@@ -31,7 +31,6 @@ folder split the work; a claim whose process has died is taken over.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import math
 import os
@@ -45,9 +44,8 @@ from pathlib import Path
 import pandas as pd
 
 from .data import atomic_write_bytes
+from .runs import RECORD_VERSION, record_key
 
-#: Part of every run key (changing it would change every key): the identity's format.
-RECORD_VERSION = 1
 #: The record content's format: 2 added ``status`` and ``diverged_at_step``.
 SCHEMA_VERSION = 2
 STATUSES = ("ok", "diverged")
@@ -60,12 +58,32 @@ REQUIRED = {
     "steps": int, "provenance": dict,
 }
 
-#: Scalar fields copied into :func:`load_records`' frame, in this order.
+#: What the trainer measures for a record (besides the run's own fields, which
+#: :func:`make_record` takes from its :class:`~residual_lib.runs.Run`).
+MEASURED = (
+    "diverged_at_step", "config", "final_val_loss", "best_val_loss", "best_step", "unigram_floor", "eval_floor",
+    "n_params", "steps", "tokens", "curves", "diagnostics", "wall_seconds", "tokens_per_second", "provenance",
+)
+
+#: Scalar fields copied into :func:`load_records`' frame, in this order; then ``block_size``
+#: (from the configuration), ``device`` and ``device_name`` (from the provenance).
 SCALARS = (
     "key", "profile", "variant", "seed", "eval_mode", "gain", "deterministic", "replicate", "init_noise",
     "status", "final_val_loss", "best_val_loss", "unigram_floor", "eval_floor", "n_params", "steps",
     "wall_seconds", "tokens_per_second",
 )
+DERIVED = ("block_size", "device", "device_name")
+
+
+def make_record(run, **measured) -> dict:
+    """A record of the current schema: the run's identity and key, then every field of
+    :data:`MEASURED` (no more, no less: a field added to the trainer is added here first)."""
+    if set(measured) != set(MEASURED):
+        raise TypeError(f"a record needs exactly {', '.join(MEASURED)}; got extra "
+                        f"{sorted(set(measured) - set(MEASURED))}, missing {sorted(set(MEASURED) - set(measured))}")
+    status = "diverged" if measured["diverged_at_step"] is not None else "ok"
+    return {"record_version": RECORD_VERSION, "schema_version": SCHEMA_VERSION, "status": status, "key": run.key,
+            **run.fields(), **measured}
 
 
 class RecordError(ValueError):
@@ -86,50 +104,37 @@ class BadRecordsError(RecordError):
                               "--skip-bad to leave them out")
 
 
-def run_identity(
-    profile, variant: str, seed: int, eval_mode: str, gain: float, deterministic: bool, replicate: int,
-    init_noise: float = 0.0,
-) -> dict:
-    """Everything that determines a run's result; its hash is the run's key. ``profile`` is a
-    :class:`residual_lib.profiles.Profile` or its dict (as records store it). ``init_noise``
-    enters only when it is not zero, so runs without it keep the keys they always had."""
-    identity = {
-        "profile": profile.to_dict() if hasattr(profile, "to_dict") else dict(profile),
-        "variant": variant,
-        "seed": int(seed),
-        "eval_mode": eval_mode,
-        "gain": float(gain),
-        "deterministic": bool(deterministic),
-        "replicate": int(replicate),
-    }
-    if init_noise:
-        identity["init_noise"] = float(init_noise)
-    return identity
-
-
-def run_key(identity: dict) -> str:
-    """A 16-hex-digit hash of the run's identity (a JSON-serialisable dict)."""
-    blob = json.dumps({"record_version": RECORD_VERSION, **identity}, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-def record_key(rec: dict) -> str:
-    """The key ``rec``'s own configuration hashes to."""
-    return run_key(run_identity(rec["config"]["profile"], rec["variant"], rec["seed"], rec["eval_mode"], rec["gain"],
-                                rec["deterministic"], rec["replicate"], rec.get("init_noise") or 0.0))
-
-
-def record_path(results_dir: str | os.PathLike, profile: str, variant: str, seed: int, key: str) -> Path:
-    return Path(results_dir) / profile / f"{variant}_seed{seed}_{key}.json"
-
-
 def _reject_constant(name: str):
     raise ValueError(f"{name} is not strict JSON")
 
 
+#: Records already parsed and checked in this process, by file and version: the pages read
+#: one record for several tables, and a ~100 kB JSON parse each time adds up.
+_PARSED: dict[tuple, dict] = {}
+_PARSED_MAX = 1024
+
+
 def validate_record(path: str | os.PathLike) -> dict:
-    """The record at ``path``, checked (see the module docstring); raises :class:`RecordError`."""
+    """The record at ``path``, checked (see the module docstring); raises :class:`RecordError`.
+    A file read before and unchanged since is not parsed again: the same dict is returned,
+    so callers must not modify it."""
     path = Path(path)
+    try:
+        st = path.stat()
+        stamp = (str(path.absolute()), st.st_mtime_ns, st.st_size, st.st_ino)
+    except OSError:
+        stamp = None
+    if stamp in _PARSED:
+        return _PARSED[stamp]
+    rec = _check(path)
+    if stamp is not None:
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.pop(next(iter(_PARSED)))
+        _PARSED[stamp] = rec
+    return rec
+
+
+def _check(path: Path) -> dict:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
@@ -369,7 +374,10 @@ def read_record(path: str | os.PathLike) -> dict:
     return validate_record(path)
 
 
-def _record_files(path: str | os.PathLike) -> list[Path]:
+def _record_files(path) -> list[Path]:
+    """Record files under ``path`` (a file, a folder searched recursively, or a list of either)."""
+    if isinstance(path, (list, tuple)):
+        return [file for p in path for file in _record_files(p)]
     path = Path(path)
     if path.is_file():
         return [path]
@@ -389,16 +397,17 @@ def _valid_records(path: str | os.PathLike, skip_bad: bool) -> list[tuple[Path, 
         except RecordError as exc:
             bad.append(exc)
     if bad and not skip_bad:
-        raise bad[0] if len(bad) == 1 and Path(path).is_file() else BadRecordsError(bad)
+        single = not isinstance(path, (list, tuple)) and Path(path).is_file()
+        raise bad[0] if len(bad) == 1 and single else BadRecordsError(bad)
     for exc in bad:
         print(f"residual_lib: skipped {exc}", file=sys.stderr)
     return good
 
 
-def load_records(path: str | os.PathLike, skip_bad: bool = False) -> pd.DataFrame:
-    """One row per record found under ``path`` (a file or a directory, searched
-    recursively): the scalar fields of :data:`SCALARS`, the scalar diagnostics
-    (prefixed ``diag_``), and ``path``. Curves stay in the files; see :func:`load_curves`.
+def load_records(path, skip_bad: bool = False) -> pd.DataFrame:
+    """One row per record found under ``path`` (a file, a directory searched recursively,
+    or a list of files): the scalar fields of :data:`SCALARS` and :data:`DERIVED`, the scalar
+    diagnostics (prefixed ``diag_``), and ``path``. Curves stay in the files; see :func:`load_curves`.
     Every file is validated: a bad one raises :class:`BadRecordsError` naming each bad
     file, unless ``skip_bad`` (then they are reported on stderr and left out)."""
     rows = []
@@ -411,9 +420,12 @@ def load_records(path: str | os.PathLike, skip_bad: bool = False) -> pd.DataFram
         for name, value in (rec.get("diagnostics") or {}).items():
             if isinstance(value, (int, float)):
                 row[f"diag_{name}"] = value
+        row["block_size"] = rec["config"]["profile"].get("block_size")
+        row["device"] = rec["provenance"].get("device")
+        row["device_name"] = rec["provenance"].get("device_name")
         row["path"] = str(file)
         rows.append(row)
-    columns = list(SCALARS) + ["path"]
+    columns = [*SCALARS, *DERIVED, "path"]
     frame = pd.DataFrame(rows) if rows else pd.DataFrame(columns=columns)
     for name in ("final_val_loss", "best_val_loss"):  # null (a diverged run) reads as NaN
         frame[name] = pd.to_numeric(frame[name], errors="coerce")

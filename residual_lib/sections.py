@@ -11,77 +11,48 @@ from __future__ import annotations
 
 import inspect
 import os
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from .paths import default_results_dir  # noqa: F401 (re-exported: notebooks import it from here)
-from .records import SCALARS, diverged, find_record, load_records, run_key, usable
 from .profiles import get_profile, ladder
-from .train import run, run_identity
-
-CENTRAL_VARIANTS = ("full", "attn_only", "ffn_only", "no_residual")
-PAPER_SEEDS = (1337, 42, 123)
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """One run, as a section asks for it."""
-
-    profile: str
-    variant: str
-    seed: int
-    eval_mode: str = "fixed"
-    gain: float = 1.0
-    deterministic: bool = True
-    replicate: int = 0
-    init_noise: float = 0.0
-
-    @property
-    def key(self) -> str:
-        return run_key(run_identity(get_profile(self.profile), self.variant, self.seed, self.eval_mode, self.gain,
-                                    self.deterministic, self.replicate, self.init_noise))
-
-    def label(self) -> str:
-        extra = [] if self.eval_mode == "fixed" else [self.eval_mode]
-        extra += [] if self.gain == 1.0 else [f"gain {self.gain:g}"]
-        extra += [] if self.deterministic else [f"nondeterministic #{self.replicate}"]
-        extra += [f"init noise {self.init_noise:g} #{self.replicate}"] if self.init_noise else []
-        return f"{self.profile} {self.variant} seed {self.seed}" + (f" ({', '.join(extra)})" if extra else "")
+from .records import diverged, find_record, load_records, usable
+from .runs import CENTRAL_VARIANTS, PAPER_SEEDS, Run
+from .train import obtain
 
 
 def _central(profile, seeds, variants):
-    return [RunSpec(profile, v, s) for v in variants for s in seeds]
+    return [Run(profile, v, s) for v in variants for s in seeds]
 
 
 def _joint_collapse(profile, seeds, variants):
     # nanoGPT-style evaluation (fresh random validation batches), one seed as in the paper;
     # the block-0 gradients are read from every seed of the controlled runs as well
-    return [RunSpec(profile, v, s, eval_mode="random") for v in variants for s in seeds[:1]] + \
+    return [Run(profile, v, s, eval_mode="random") for v in variants for s in seeds[:1]] + \
         _central(profile, seeds, variants)
 
 
 def _confounds(profile, seeds, variants, gains=(0.5, 1.0, 2.0, 4.0), gain_variant="attn_only"):
-    gain_runs = [RunSpec(profile, gain_variant, s, gain=float(g)) for g in gains for s in seeds[:1]]
+    gain_runs = [Run(profile, gain_variant, s, gain=float(g)) for g in gains for s in seeds[:1]]
     # evaluation noise and drift are read from the fixed-batch runs of the central sweep
     return gain_runs + _central(profile, seeds, variants)
 
 
 def _mechanism(profile, seeds, variants):
-    return [RunSpec(profile, v, s) for v in ("attn_only", "ffn_only", "mixer") for s in seeds]
+    return [Run(profile, v, s) for v in ("attn_only", "ffn_only", "mixer") for s in seeds]
 
 
 def _reproduction(profile, seeds, variants, repeats=3, repro_variant="attn_only"):
     first = seeds[0]
-    deterministic = [RunSpec(profile, repro_variant, first, replicate=r) for r in range(2)]
-    nondeterministic = [RunSpec(profile, repro_variant, first, deterministic=False, replicate=r) for r in range(repeats)]
+    deterministic = [Run(profile, repro_variant, first, replicate=r) for r in range(2)]
+    nondeterministic = [Run(profile, repro_variant, first, deterministic=False, replicate=r) for r in range(repeats)]
     return deterministic + nondeterministic + _central(profile, seeds, variants)
 
 
 def _scale_ladder(profile, seeds, variants, ladder_seeds=3):
     # every rung of the ladder, the central variants, the first ladder_seeds seeds
-    return [RunSpec(rung, v, s) for rung in ladder(profile) for v in variants for s in seeds[:ladder_seeds]]
+    return [Run(rung, v, s) for rung in ladder(profile) for v in variants for s in seeds[:ladder_seeds]]
 
 
 #: The FFNOnly escape study's conditions: the profile each one trains at, per base profile.
@@ -98,12 +69,12 @@ def _ffn_escape(profile, seeds, variants, escape_gains=(0.5, 2.0, 4.0), perturba
     """ffn_only at every seed: under each condition of :data:`ESCAPE_PROFILES`, with the
     initial weights nudged by :data:`ESCAPE_INIT_NOISE` (``perturbations`` draws), and at
     runtime gains ``escape_gains`` for the first seed; plus the central ffn_only runs."""
-    runs = [RunSpec(profile, "ffn_only", s) for s in seeds]
-    runs += [RunSpec(profile, "ffn_only", s, init_noise=ESCAPE_INIT_NOISE, replicate=r)
+    runs = [Run(profile, "ffn_only", s) for s in seeds]
+    runs += [Run(profile, "ffn_only", s, init_noise=ESCAPE_INIT_NOISE, replicate=r)
              for r in range(perturbations) for s in seeds]
     for condition_profile in ESCAPE_PROFILES.get(profile, {}).values():
-        runs += [RunSpec(condition_profile, "ffn_only", s) for s in seeds]
-    runs += [RunSpec(profile, "ffn_only", seeds[0], gain=float(g)) for g in escape_gains]
+        runs += [Run(condition_profile, "ffn_only", s) for s in seeds]
+    runs += [Run(profile, "ffn_only", seeds[0], gain=float(g)) for g in escape_gains]
     return runs
 
 
@@ -142,7 +113,7 @@ def section_name(notebook: str | os.PathLike) -> str:
     return name
 
 
-def plan(section: str, profile: str = "smoke", seeds=PAPER_SEEDS, variants=CENTRAL_VARIANTS, **params) -> list[RunSpec]:
+def plan(section: str, profile: str = "smoke", seeds=PAPER_SEEDS, variants=CENTRAL_VARIANTS, **params) -> list[Run]:
     """The runs ``section`` needs for these parameters, without duplicates, in order."""
     get_profile(profile)  # fail early on an unknown profile
     build = PLANS[section_name(section)]
@@ -155,23 +126,33 @@ def plan(section: str, profile: str = "smoke", seeds=PAPER_SEEDS, variants=CENTR
     return list(dict.fromkeys(specs))
 
 
-def missing(specs: list[RunSpec], results_dir: str | os.PathLike | None = None) -> list[RunSpec]:
+def missing(specs: list[Run], results_dir: str | os.PathLike | None = None) -> list[Run]:
     results = Path(results_dir) if results_dir else default_results_dir()
-    return [s for s in specs if find_record(results, s.profile, s.key) is None]
+    return [s for s in specs if find_record(results, s.profile.name, s.key) is None]
 
 
-#: The parameters every section notebook has (its ``parameters`` cell), besides its plan's own.
-NOTEBOOK_PARAMETERS = ("profile", "seeds", "variants", "results_dir", "train_missing", "device")
+#: The parameters every section notebook has (its ``parameters`` cell), with their defaults;
+#: a section's plan adds its own (e.g. ``gains`` for 05_confounds), defaults in its signature.
+COMMON_PARAMETERS = {"profile": "smoke", "seeds": list(PAPER_SEEDS), "variants": list(CENTRAL_VARIANTS),
+                     "results_dir": None, "train_missing": True, "device": "auto"}
+
+
+def defaults(section: str) -> dict:
+    """Every parameter ``section``'s notebook takes, with its default: the one place the
+    section's defaults are written (the plan's signature and :data:`COMMON_PARAMETERS`)."""
+    own = {n: p.default for n, p in inspect.signature(PLANS[section_name(section)]).parameters.items()
+           if n not in ("profile", "seeds", "variants")}
+    return {**COMMON_PARAMETERS, **own}
 
 
 def notebook_records(section: str, namespace: dict, **options) -> pd.DataFrame:
-    """:func:`ensure` for a notebook: the section's parameters are read from the notebook's
-    ``namespace`` (``globals()``, where papermill injects them), the common ones and those
-    its plan takes (e.g. ``gains`` for 05_confounds), so each notebook asks with one line and
-    this module alone knows which names a section reads. ``options``: e.g. ``skip_missing``."""
-    own = [n for n in inspect.signature(PLANS[section_name(section)]).parameters
-           if n not in ("profile", "seeds", "variants")]
-    params = {n: namespace[n] for n in (*NOTEBOOK_PARAMETERS, *own) if n in namespace}
+    """:func:`ensure` for a notebook, in one line. The section's parameters are read from the
+    notebook's ``namespace`` (``globals()``, where papermill injects them); a parameter the
+    notebook sets to ``None`` (or leaves out) takes its :func:`defaults` value, which is
+    written back into ``namespace`` so that the page shows what it asked for.
+    ``options``: e.g. ``skip_missing``."""
+    params = {n: namespace[n] if namespace.get(n) is not None else d for n, d in defaults(section).items()}
+    namespace.update(params)
     return ensure(section, **params, **options)
 
 
@@ -190,7 +171,8 @@ def ensure(
     training the missing ones when ``train_missing`` (one after another, in this process).
     With ``train_missing=False`` a missing record is an error that names the command
     that makes it, unless ``skip_missing``: then only the existing records are returned
-    (for a study that may be shown in part, like the scale ladder; see :func:`missing`)."""
+    (for a study that may be shown in part, like the scale ladder), and the runs without a
+    record are listed in the frame's ``attrs["missing"]``."""
     results = Path(results_dir) if results_dir else default_results_dir()
     specs = plan(section, profile, seeds, variants, **params)
     absent = missing(specs, results)
@@ -201,15 +183,10 @@ def ensure(
                 f"run `python -m residual_lib sweep notebooks/{section_name(section)}.py --profile {profile}`"
             )
         specs = [s for s in specs if s not in set(absent)]
-    paths = []
-    for spec in specs:
-        fields = asdict(spec)
-        path, _ = run(fields.pop("profile"), **fields, results_dir=results, device=device)
-        paths.append(path)
-    frames = [load_records(p) for p in paths]
-    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*SCALARS, "path"])
+    frame = load_records([path for path, _ in obtain(specs, results, device=device)])
     # a diverged run has no losses to average: the pages list it (attrs["diverged"]) instead
     out = usable(frame).reset_index(drop=True)
     out.attrs["diverged"] = [f"{r.profile} {r.variant} seed {r.seed} (key {r.key})"
                              for r in diverged(frame).itertuples()]
+    out.attrs["missing"] = absent if skip_missing and not train_missing else []  # the runs left out
     return out

@@ -31,13 +31,14 @@ import os
 import sys
 import time
 import traceback
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from .paths import NOTEBOOKS as NOTEBOOK_DIR
-from .paths import ROOT
-from .records import clean_stale_files, find_record, record_path, release_claim, try_claim
-from .sections import RunSpec, default_results_dir, missing, plan, section_name
+from .execute import execute_notebook
+from .paths import default_results_dir
+from .records import clean_stale_files, find_record, read_record, release_claim, try_claim
+from .runs import PAPER_SEEDS, Run, fuse_groups
+from .sections import missing, plan, section_name
 
 
 @dataclass
@@ -54,10 +55,6 @@ class SweepReport:
     @property
     def ok(self) -> bool:
         return not (self.failed_runs or self.failed_notebooks)
-
-
-def all_notebooks(directory: Path = NOTEBOOK_DIR) -> list[Path]:
-    return sorted(p for p in directory.glob("[0-9][0-9]_*.py"))
 
 
 #: Models fused per process on a GPU: a paper-10m model keeps well under a tenth of an
@@ -102,32 +99,21 @@ def _exit_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
-def _train_group(specs: list[dict], results_dir: str, device: str, threads: int, log_path: str,
+def _train_group(runs: list[Run], results_dir: str, device: str, threads: int, log_path: str,
                  compile: bool = False) -> list[str]:
-    """Worker: train a group of runs of one profile and shape with ``threads`` torch
-    threads -- one run alone, several fused (:mod:`residual_lib.fused`) -- progress
-    lines to ``log_path``. Returns the written record paths."""
+    """Worker: train a group of runs of one shape with ``threads`` torch threads -- one run
+    alone, several fused (:mod:`residual_lib.fused`) -- progress lines to ``log_path``.
+    Returns the written record paths."""
     import torch
+
+    from .train import obtain
 
     torch.set_num_threads(threads)
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "w") as log:
         saved, sys.stderr = sys.stderr, log
-        try:
-            specs = [dict(s) for s in specs]
-            profile = specs[0]["profile"]
-            if len(specs) == 1:
-                from .train import run
-
-                spec = specs[0]
-                del spec["profile"]
-                path, _ = run(profile, **spec, results_dir=results_dir, device=device, progress=None,
-                              compile=compile, claim=False)  # the sweep holds the claim
-                return [str(path)]
-            from .fused import run_fused
-
-            runs = [{k: v for k, v in s.items() if k != "profile"} for s in specs]
-            done = run_fused(profile, runs, results_dir=results_dir, device=device, progress=False, compile=compile)
+        try:  # the sweep holds the claims
+            done = obtain(runs, results_dir, claim=False, fuse=len(runs), device=device, compile=compile)
             return [str(path) for path, _ in done]
         except BaseException:
             traceback.print_exc(file=log)
@@ -172,8 +158,8 @@ class _Submitit:
         pass
 
 
-def train_specs(
-    specs: list[RunSpec],
+def train_runs(
+    specs: list[Run],
     results_dir: str | os.PathLike,
     jobs: int | None = None,
     threads: int | None = None,
@@ -188,8 +174,6 @@ def train_specs(
     training a group of up to ``fuse`` runs of one shape together. Returns the written
     record paths and the failures as ``(label, message)``. A group's records are written
     when the group finishes; a killed sweep loses at most the groups in flight."""
-    from .fused import fuse_groups
-
     if not specs:
         return [], []
     results = Path(results_dir)
@@ -202,7 +186,7 @@ def train_specs(
     if executor == "local":
         backend = _LocalPool(jobs)
     elif executor == "submitit":
-        backend = _Submitit(results / specs[0].profile / "submitit", threads, device, cluster)
+        backend = _Submitit(results / specs[0].profile.name / "submitit", threads, device, cluster)
     else:
         raise ValueError(f"unknown executor {executor!r}: choose local or submitit")
 
@@ -212,11 +196,11 @@ def train_specs(
     bar = tqdm(total=len(specs), desc="runs", unit="run", disable=not interactive)
     written, failures = [], []
     pending, running = list(groups), {}
-    elsewhere: list[RunSpec] = []  # claimed by another live process: waited for, not trained twice
-    held: list[RunSpec] = []  # claimed by this sweep
+    elsewhere: list[Run] = []  # claimed by another live process: waited for, not trained twice
+    held: list[Run] = []  # claimed by this sweep
 
-    def target(spec: RunSpec) -> Path:
-        return record_path(results, spec.profile, spec.variant, spec.seed, spec.key)
+    def target(spec: Run) -> Path:
+        return spec.path(results)
 
     def release(group) -> None:
         for spec in group:
@@ -230,7 +214,7 @@ def train_specs(
             while pending and len(running) < jobs:
                 group, mine = pending.pop(0), []
                 for spec in group:
-                    if find_record(results, spec.profile, spec.key) is not None:
+                    if find_record(results, spec.profile.name, spec.key) is not None:
                         bar.update(1)  # made meanwhile by another process
                     elif try_claim(target(spec)):
                         mine.append(spec)
@@ -239,16 +223,14 @@ def train_specs(
                         elsewhere.append(spec)
                 if not mine:
                     continue
-                first = mine[0]
-                name = f"{first.variant}_seed{first.seed}_{first.key}"
-                name += f"_fused{len(mine)}" if len(mine) > 1 else ""
-                log = results / first.profile / "logs" / f"{name}.log"
-                future = backend.submit([asdict(s) for s in mine], str(results), device, threads, str(log), compile)
+                name = target(mine[0]).stem + (f"_fused{len(mine)}" if len(mine) > 1 else "")
+                log = results / mine[0].profile.name / "logs" / f"{name}.log"
+                future = backend.submit(mine, str(results), device, threads, str(log), compile)
                 running[future] = (mine, log)
             if elsewhere and time.monotonic() - checked > 2.0:
                 checked = time.monotonic()
                 for spec in list(elsewhere):
-                    if find_record(results, spec.profile, spec.key) is not None:
+                    if find_record(results, spec.profile.name, spec.key) is not None:
                         elsewhere.remove(spec)
                         bar.update(1)
                     elif try_claim(target(spec)):  # its owner died: this sweep trains it
@@ -284,51 +266,10 @@ def train_specs(
     return written, failures
 
 
-def execute_notebook(notebook: Path, parameters: dict, out_dir: Path) -> Path:
-    """Convert a jupytext notebook and execute it with papermill, parameters injected.
-    The executed notebook is written under a temporary name and renamed when done."""
-    import jupytext
-    import papermill
-
-    # the kernel imports the same residual_lib as this process, installed or not
-    package_root = str(ROOT)
-    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    if package_root not in paths:
-        os.environ["PYTHONPATH"] = os.pathsep.join([package_root, *paths])
-    nb = jupytext.read(notebook)
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    out_dir.mkdir(parents=True, exist_ok=True)
-    final = out_dir / f"{notebook.stem}.ipynb"
-    tmp = out_dir / f".{notebook.stem}.running.ipynb"
-    # the kernel's own diagnostics (and, on Ctrl-C, the tracebacks of its dying sockets) go to
-    # <name>.kernel.log, not to the terminal: the kernel inherits this process's stderr
-    saved_stderr = os.dup(2)
-    kernel_log = os.open(out_dir / f"{notebook.stem}.kernel.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    sys.stderr.flush()
-    os.dup2(kernel_log, 2)
-    try:
-        papermill.execute_notebook(nb, str(tmp), parameters=parameters, kernel_name="python3",
-                                   cwd=str(notebook.parent), progress_bar=False)
-    except BaseException as exc:
-        label = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
-        if tmp.exists():
-            os.replace(tmp, out_dir / f"{notebook.stem}.{label}.ipynb")
-        raise
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved_stderr, 2)
-        os.close(saved_stderr)
-        os.close(kernel_log)
-    os.replace(tmp, final)
-    for label in ("failed", "interrupted"):
-        (out_dir / f"{notebook.stem}.{label}.ipynb").unlink(missing_ok=True)
-    return final
-
-
 def sweep(
     notebooks: list[str | os.PathLike],
     profile: str = "smoke",
-    seeds=(1337, 42, 123),
+    seeds=PAPER_SEEDS,
     variants=None,
     results_dir: str | os.PathLike | None = None,
     jobs: int | None = None,
@@ -355,15 +296,13 @@ def sweep(
     # seed by seed: a sweep stopped half-way leaves whole seeds (every run the sections need
     # for them), which the notebooks and the book can already show
     order = {seed: i for i, seed in enumerate(params["seeds"])}
-    for folder in {results / s.profile for s in specs}:
+    for folder in dict.fromkeys(results / s.profile.name for s in specs):
         clean_stale_files(folder)
     todo = sorted(missing(specs, results), key=lambda s: order.get(s.seed, len(order)))
     report = SweepReport()
-    report.trained, report.failed_runs = train_specs(todo, results, jobs, threads, executor, device, cluster, progress,
+    report.trained, report.failed_runs = train_runs(todo, results, jobs, threads, executor, device, cluster, progress,
                                                      fuse, compile)
     report.cached = len(specs) - len(report.trained) - len(report.failed_runs)
-    from .records import read_record
-
     for path in report.trained:
         rec = read_record(path)
         if rec.get("status") == "diverged":

@@ -46,11 +46,12 @@ pages list it instead of averaging it.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import sys
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager, nullcontext
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -58,18 +59,16 @@ import torch
 
 from . import diagnostics
 from .data import ValidationSet, eval_floor, fixed_val_batches, get_batch, load_corpus
-from .model import VARIANTS, GPTConfig, ResidualGPT
-from .profiles import Profile, get_profile
-from .records import (RECORD_VERSION, SCHEMA_VERSION, claim_run, clean_stale_files, code_version, find_record,
-                      provenance, record_path, run_identity, run_key, write_record)
+from .model import GPTConfig, ResidualGPT
+from .profiles import Profile
+from .paths import default_results_dir
+from .records import claim_run, clean_stale_files, code_version, find_record, make_record, provenance, write_record
+from .runs import Run, RunError, fuse_groups
 
-EVAL_MODES = ValidationSet.MODES
 #: Block 0's sub-modules whose gradient norms are logged on their own (see ResidualGPT.layer_groups).
 LAYER0_PARTS = ("attn", "mlp", "ln")
 #: Intra-op threads of a deterministic CPU run (the committed records were made with one).
 DETERMINISTIC_CPU_THREADS = 1
-#: Largest seed accepted (torch seeds are 64-bit; data-order generators take up to 2^63 - 1).
-MAX_SEED = 2**63 - 1
 #: Free space a results folder must have before a run starts (a record is ~1-5 MB).
 MIN_FREE_BYTES = 64 * 2**20
 #: Steps between checkpoints for the profiles whose runs last longer than ~10 minutes on the
@@ -131,10 +130,6 @@ def load_checkpoint(path: Path | None, states: list, optimizer, params: dict) ->
     return payload["step"], payload["train_seconds"], payload["elapsed"]
 
 
-class RunError(ValueError):
-    """Invalid run settings; the message says how to fix them."""
-
-
 def resolve_device(device: str = "auto") -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
@@ -167,10 +162,6 @@ def adamw(params, profile: Profile, device: str, stacked: int = 0) -> torch.opti
     ]
     extra = {"fused": True} if device.startswith("cuda") else {}
     return torch.optim.AdamW(groups, lr=profile.learning_rate, betas=(profile.beta1, profile.beta2), **extra)
-
-
-def make_optimizer(model: ResidualGPT, profile: Profile, device: str) -> torch.optim.AdamW:
-    return adamw(model.parameters(), profile, device)
 
 
 @contextmanager
@@ -207,23 +198,6 @@ def perturb_init(model: torch.nn.Module, init_noise: float, seed: int, replicate
             p.mul_(1.0 + init_noise * torch.randn(p.shape, generator=gen, dtype=p.dtype))
 
 
-def check_run(variant: str, eval_mode: str, gain: float, init_noise: float = 0.0) -> None:
-    if variant not in VARIANTS:
-        raise RunError(f"unknown variant {variant!r}: choose one of {', '.join(VARIANTS)}")
-    if eval_mode not in EVAL_MODES:
-        raise RunError(f"unknown eval mode {eval_mode!r}: choose one of {', '.join(EVAL_MODES)}")
-    if not (gain > 0 and math.isfinite(gain)):
-        raise RunError(f"gain must be a positive number, got {gain}: pass e.g. --gain 2.0")
-    if not (init_noise >= 0 and math.isfinite(init_noise)):
-        raise RunError(f"init noise must be a finite number >= 0, got {init_noise}: pass e.g. --init-noise 1e-6")
-
-
-def check_seed(seed) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-        raise RunError(f"seed must be an integer from 0 to 2^63 - 1, got {seed}: pass e.g. --seed 1337")
-    return int(seed)
-
-
 def check_writable(folder: str | os.PathLike) -> Path:
     """Fail before training, not after: ``folder`` (or, if it does not exist yet, the
     nearest folder above it, where it would be created) can be written and has room.
@@ -242,10 +216,10 @@ def check_writable(folder: str | os.PathLike) -> Path:
             pass
     except OSError as exc:
         raise RunError(f"cannot write run records to {folder} ({exc.strerror or exc.__class__.__name__} at "
-                       f"{existing}): pass --out a writable folder") from None
+                       f"{existing}): pass --results a writable folder") from None
     free = shutil.disk_usage(existing).free
     if free < MIN_FREE_BYTES:
-        raise RunError(f"only {free / 2**20:.0f} MB free under {existing}: free some space or pass --out another "
+        raise RunError(f"only {free / 2**20:.0f} MB free under {existing}: free some space or pass --results another "
                        "folder")
     return folder
 
@@ -321,12 +295,12 @@ class _Reporter:
 
             self._guard(write)
 
-    def eval(self, step: int, val_loss: float, train_loss: float | None) -> None:
+    def eval(self, step: int, val_loss: float, train_loss: float | None, label: str | None = None) -> None:
         if self.bar is not None or self.quiet:
             return
         train = f" train {train_loss:.4f}" if train_loss is not None else ""
         elapsed = time.perf_counter() - self.start
-        self._guard(lambda: print(f"[{self.label}] step {step}/{self.total} val {val_loss:.4f}{train} "
+        self._guard(lambda: print(f"[{label or self.label}] step {step}/{self.total} val {val_loss:.4f}{train} "
                                   f"({elapsed:.1f}s)", file=sys.stderr, flush=True))
 
     def close(self) -> None:
@@ -336,40 +310,34 @@ class _Reporter:
 
 class RunState:
     """One run's state apart from its optimiser: the model, its data order, its validation
-    batches, its curves and, at the end, its record. :func:`train` drives one of these;
-    :func:`residual_lib.fused.train_fused` drives several, keeping their weights stacked
-    and copying them into each ``model`` before an evaluation."""
+    batches, its curves and, at the end, its record. A trainer (:class:`SingleTrainer`,
+    :class:`residual_lib.fused.FusedTrainer`) steps the models of its states; :func:`train_group`
+    drives a trainer and evaluates each state."""
 
-    def __init__(self, profile: Profile, corpus, variant: str, seed: int, eval_mode: str, gain: float,
-                 deterministic: bool, replicate: int, device: str, progress: bool | None, init_noise: float = 0.0):
-        check_run(variant, eval_mode, gain, init_noise)
-        self.profile, self.corpus, self.device = profile, corpus, device
-        self.variant, self.seed, self.eval_mode, self.gain = variant, int(seed), eval_mode, float(gain)
-        self.deterministic, self.replicate = bool(deterministic), int(replicate)
-        self.init_noise = float(init_noise)
-        self.key = run_key(run_identity(profile, variant, seed, eval_mode, gain, deterministic, replicate, init_noise))
-        torch.manual_seed(seed)  # initialisation (and dropout) follow the run's seed
-        self.config = GPTConfig.for_variant(
-            variant, vocab_size=corpus.vocab_size, block_size=profile.block_size, n_layer=profile.n_layer,
-            n_head=profile.n_head, n_embd=profile.n_embd, dropout=profile.dropout, bias=profile.bias,
-            gain=gain, init_std=profile.init_std,
-        )
+    def __init__(self, run: Run, corpus, device: str):
+        profile = run.profile
+        self.run, self.profile, self.corpus, self.device = run, profile, corpus, device
+        self.key = run.key
+        if min(len(corpus.train), len(corpus.val)) <= profile.block_size:
+            raise RunError(f"context {profile.block_size} is longer than {corpus.name}'s validation split "
+                           f"({len(corpus.val):,} tokens): use a smaller block_size")
+        torch.manual_seed(run.seed)  # initialisation (and dropout) follow the run's seed
+        self.config = GPTConfig.for_profile(profile, run.variant, vocab_size=corpus.vocab_size, gain=run.gain)
         model = ResidualGPT(self.config)
-        if self.init_noise:
-            perturb_init(model, self.init_noise, seed, replicate)
+        if run.init_noise:
+            perturb_init(model, run.init_noise, run.seed, run.replicate)
         self.model = model.to(device)
         bf16 = device.startswith("cuda") and _BF16_ON_CUDA
         self.precision = "bf16 autocast" if bf16 else "fp32"
         self.autocast = torch.autocast("cuda", dtype=torch.bfloat16) if bf16 else nullcontext()
-        self.data_gen = torch.Generator().manual_seed(seed)
-        self.valset = ValidationSet(corpus.val, profile.block_size, profile.batch_size, profile.eval_iters, eval_mode,
-                                    seed)
+        self.data_gen = torch.Generator().manual_seed(run.seed)
+        self.valset = ValidationSet(corpus.val, profile.block_size, profile.batch_size, profile.eval_iters,
+                                    run.eval_mode, run.seed)
         self.probe = fixed_val_batches(corpus.val, profile.block_size, profile.batch_size, 1)[0][0].to(device)
         self.train_curve = {k: [] for k in ("step", "loss", "lr", "grad_norm", "grad_norm_layer0",
                                              "grad_norm_layers", "grad_norm_embedding", "hidden_norms",
                                              *(f"grad_norm_layer0_{part}" for part in LAYER0_PARTS))}
         self.val_curve = {"step": [], "loss": []}
-        self.reporter = _Reporter(profile.max_iters, f"{variant} seed {seed}", progress)
         self.last_train_loss = None
         self.diverged_at = None  # the step at which a loss was first seen non-finite
         self.resumed_from = None  # the step a checkpoint resumed this run at
@@ -417,12 +385,12 @@ class RunState:
         self.model.train()
         return float(torch.stack(losses).mean())
 
-    def record_eval(self, step: int) -> None:
+    def record_eval(self, step: int) -> float:
         loss = self.evaluate()
         self.val_curve["step"].append(step)
         self.val_curve["loss"].append(loss)
-        self.reporter.eval(step, loss, self.last_train_loss)
         self.check_divergence(step)
+        return loss
 
     def check_divergence(self, step: int) -> bool:
         """Note the first step at which the last training or validation loss is not finite."""
@@ -442,14 +410,10 @@ class RunState:
             self.train_curve[name].append(value)
 
     def finish(self, started: float, train_seconds: float, extra_provenance: dict | None = None) -> dict:
-        """Final evaluation, diagnostics and the run record. Call inside :func:`determinism`.
-        A diverged run gets no final evaluation or diagnostics: its losses are null."""
+        """Diagnostics and the run record, after the final evaluation. Call inside
+        :func:`determinism`. A diverged run gets no diagnostics: its losses are null."""
         profile, corpus = self.profile, self.corpus
         diverged = self.diverged_at is not None
-        if not diverged:
-            self.record_eval(profile.max_iters)
-            diverged = self.diverged_at is not None
-        self.reporter.close()
         diag = {}
         if not diverged:
             diag = diagnostics.final_diagnostics(self.model, self.probe)
@@ -457,14 +421,14 @@ class RunState:
             # eval_noise_repeats independent random draws of the same size (what a
             # nanoGPT-style evaluation could have reported for this very model).
             draws = ValidationSet(corpus.val, profile.block_size, profile.batch_size, profile.eval_iters, "random",
-                                  self.seed + 104_729)
+                                  self.run.seed + 104_729)
             random_estimates = [self.evaluate(draws.batches()) for _ in range(profile.eval_noise_repeats)]
             diag["val_estimates"] = {
                 "fixed": self.evaluate(fixed_val_batches(corpus.val, profile.block_size, profile.batch_size,
                                                          profile.eval_iters)),
                 "random": random_estimates,
             }
-        prov = provenance(self.device, self.deterministic)  # inside the block: records the settings in force
+        prov = provenance(self.device, self.run.deterministic)  # inside the block: the settings in force
         prov["compiled"] = self.compiled
         prov["precision"] = self.precision
         if self.resumed_from is not None:
@@ -475,39 +439,26 @@ class RunState:
         finite = [i for i, v in enumerate(val_losses) if math.isfinite(v)]
         best = min(finite, key=lambda i: val_losses[i]) if finite and not diverged else None
         tokens = profile.tokens_per_step * profile.max_iters
-        return {
-            "record_version": RECORD_VERSION,
-            "schema_version": SCHEMA_VERSION,
-            "status": "diverged" if diverged else "ok",
-            "diverged_at_step": self.diverged_at,
-            "key": self.key,
-            "profile": profile.name,
-            "variant": self.variant,
-            "seed": self.seed,
-            "eval_mode": self.eval_mode,
-            "gain": self.gain,
-            "deterministic": self.deterministic,
-            "replicate": self.replicate,
-            "init_noise": self.init_noise,
-            "config": {"profile": profile.to_dict(), "model": self.config.to_dict(), "dataset": corpus.name},
-            "final_val_loss": None if diverged else val_losses[-1],
-            "best_val_loss": None if best is None else val_losses[best],
-            "best_step": None if best is None else self.val_curve["step"][best],
-            "unigram_floor": corpus.unigram_floor(),
-            "eval_floor": eval_floor(corpus, profile.block_size, profile.batch_size, profile.eval_iters, self.eval_mode),
-            "n_params": self.model.num_params(),
-            "steps": profile.max_iters,
-            "tokens": tokens,
-            "curves": {"train": self.train_curve, "val": self.val_curve},
-            "diagnostics": diag,
-            "wall_seconds": time.perf_counter() - started,
-            "tokens_per_second": tokens / train_seconds if train_seconds > 0 else None,
-            "provenance": {
-                **prov,
-                **(extra_provenance or {}),
-                "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            },
-        }
+        return make_record(
+            self.run,
+            diverged_at_step=self.diverged_at,
+            config={"profile": profile.to_dict(), "model": self.config.to_dict(), "dataset": corpus.name},
+            final_val_loss=None if diverged else val_losses[-1],
+            best_val_loss=None if best is None else val_losses[best],
+            best_step=None if best is None else self.val_curve["step"][best],
+            unigram_floor=corpus.unigram_floor(),
+            eval_floor=eval_floor(corpus, profile.block_size, profile.batch_size, profile.eval_iters,
+                                  self.run.eval_mode),
+            n_params=self.model.num_params(),
+            steps=profile.max_iters,
+            tokens=tokens,
+            curves={"train": self.train_curve, "val": self.val_curve},
+            diagnostics=diag,
+            wall_seconds=time.perf_counter() - started,
+            tokens_per_second=tokens / train_seconds if train_seconds > 0 else None,
+            provenance={**prov, **(extra_provenance or {}),
+                        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds")},
+        )
 
 
 def train_step(state: RunState, optimizer: torch.optim.Optimizer, step: int, log: bool) -> None:
@@ -523,7 +474,7 @@ def train_step(state: RunState, optimizer: torch.optim.Optimizer, step: int, log
         with state.autocast:
             if log and micro == 0:
                 _, loss, hidden = net(x, y, return_hidden=True)
-                h_norms = diagnostics.hidden_norms(hidden)
+                h_norms = diagnostics.hidden_norms(hidden).tolist()
                 del hidden
             else:
                 _, loss = net(x, y)
@@ -543,111 +494,175 @@ def is_log_step(step: int, profile: Profile) -> bool:
     return step % profile.log_interval == 0 or step == profile.max_iters - 1
 
 
-def train(
-    profile: Profile | str,
-    variant: str,
-    seed: int,
-    eval_mode: str = "fixed",
-    gain: float = 1.0,
-    deterministic: bool = True,
-    replicate: int = 0,
+class SingleTrainer:
+    """One model and its AdamW, with :class:`residual_lib.fused.FusedTrainer`'s interface:
+    ``states``, ``optimizer``, ``params`` (what a checkpoint saves), ``step`` and ``sync``."""
+
+    fused = False
+
+    def __init__(self, state: RunState, compile: bool = False):
+        self.states, self.profile = [state], state.profile
+        self.optimizer = adamw(state.model.parameters(), state.profile, state.device)
+        self.params = dict(state.model.named_parameters())
+        if compile:
+            state.compile()
+
+    def step(self, step: int, log: bool) -> None:
+        train_step(self.states[0], self.optimizer, step, log)
+
+    def sync(self) -> None:
+        """Nothing to copy: the model is trained in place."""
+
+
+def make_trainer(states: list[RunState], compile: bool = False):
+    """A single trainer for one run, a fused one for several (same shape)."""
+    if len(states) == 1:
+        return SingleTrainer(states[0], compile)
+    from .fused import FusedTrainer
+
+    return FusedTrainer(states, compile)
+
+
+def train_group(
+    runs: list[Run],
     device: str = "auto",
     data_dir: str | os.PathLike | None = None,
     progress: bool | None = None,
     compile: bool = False,
-    init_noise: float = 0.0,
     checkpoint: str | os.PathLike | None = None,
     checkpoint_every: int | None = None,
-) -> dict:
-    """Train one model and return its run record (not written; see :func:`run`).
-    ``compile`` trains through ``torch.compile`` (see :meth:`RunState.compile`). With
-    ``checkpoint`` (a path) and ``checkpoint_every`` (steps), the run saves its state
-    there and resumes from it when it is started again."""
+) -> list[dict]:
+    """Train ``runs`` -- one alone, several of one :attr:`Run.shape` together
+    (:mod:`residual_lib.fused`) -- and return their records, in order (not written; see
+    :func:`obtain`). ``compile`` trains through ``torch.compile`` (see
+    :meth:`RunState.compile`). With ``checkpoint`` (a path) and ``checkpoint_every``
+    (steps), the state is saved there every N steps and resumed from when started again.
+    A run whose loss turns non-finite stops being evaluated; the group stops when all have."""
     started = time.perf_counter()
     code_version()  # pin the commit this process's code came from before training starts
-    profile = get_profile(profile)
-    check_run(variant, eval_mode, gain, init_noise)
+    runs = list(runs)
+    if not runs:
+        return []
+    if len({r.shape for r in runs}) > 1:
+        raise RunError("runs trained together must share a profile, a shape and a determinism setting (mixer runs "
+                       "apart from the others): split them with residual_lib.runs.fuse_groups")
     device = resolve_device(device)
+    profile, deterministic = runs[0].profile, runs[0].deterministic
     corpus = load_corpus(profile.dataset, data_dir)
-
     with determinism(deterministic), cpu_threads(device, deterministic):
-        state = RunState(profile, corpus, variant, seed, eval_mode, gain, deterministic, replicate, device, progress,
-                         init_noise)
-        optimizer = make_optimizer(state.model, profile, device)
+        states = [RunState(r, corpus, device) for r in runs]
+        trainer = make_trainer(states, compile)
         checkpoint = Path(checkpoint) if checkpoint is not None and checkpoint_every else None
-        params = dict(state.model.named_parameters())
-        first, train_seconds, before = load_checkpoint(checkpoint, [state], optimizer, params)
+        first, train_seconds, before = load_checkpoint(checkpoint, states, trainer.optimizer, trainer.params)
         started -= before  # wall time includes the interrupted process's
-        if compile:
-            state.compile()
-        state.model.train()
-        state.reporter.step(first)
+        single = len(states) == 1
+        reporter = _Reporter(profile.max_iters, runs[0].label() if single else f"{len(runs)} fused runs", progress)
+        reporter.step(first)
+
+        def evaluate(step: int) -> None:
+            trainer.sync()
+            for state in states:
+                if state.diverged_at is None:
+                    loss = state.record_eval(step)
+                    reporter.eval(step, loss, state.last_train_loss, state.run.label())
+
+        def all_diverged() -> bool:
+            return all(state.diverged_at is not None for state in states)
+
         for step in range(first, profile.max_iters):
             if step % profile.eval_interval == 0:
-                state.record_eval(step)
-            if state.diverged_at is not None:
+                evaluate(step)
+            if all_diverged():
                 break
             t0 = time.perf_counter()
             log = is_log_step(step, profile)
-            train_step(state, optimizer, step, log)
+            trainer.step(step, log)
             train_seconds += time.perf_counter() - t0
-            state.reporter.step(1, **({"loss": state.last_train_loss} if log else {}))
-            if log and state.check_divergence(step):
+            reporter.step(1, **({"loss": states[0].last_train_loss} if log and single else {}))
+            if log and [state.check_divergence(step) for state in states] and all_diverged():
                 break
             if checkpoint is not None and (step + 1) % checkpoint_every == 0 and step + 1 < profile.max_iters:
-                save_checkpoint(checkpoint, step + 1, [state], optimizer, params, train_seconds,
+                save_checkpoint(checkpoint, step + 1, states, trainer.optimizer, trainer.params, train_seconds,
                                 time.perf_counter() - started)
-        return state.finish(started, train_seconds)
+        evaluate(profile.max_iters)
+        reporter.close()
+        # a fused run's tokens_per_second counts its share: the group's tokens over the group's time
+        extra = {"fused_models": len(states)} if trainer.fused else {}
+        return [state.finish(started, train_seconds, extra) for state in states]
 
 
-def run(
-    profile: Profile | str,
-    variant: str,
-    seed: int,
-    eval_mode: str = "fixed",
-    gain: float = 1.0,
-    deterministic: bool = True,
-    replicate: int = 0,
-    results_dir: str | os.PathLike = "results",
+def train(run: Run, **options) -> dict:
+    """Train one run and return its record (not written; see :func:`obtain`). ``options``:
+    those of :func:`train_group`."""
+    return train_group([run], **options)[0]
+
+
+def obtain(
+    runs: list[Run],
+    results_dir: str | os.PathLike | None = None,
     force: bool = False,
-    init_noise: float = 0.0,
     claim: bool = True,
-    **train_kwargs,
-) -> tuple[Path, bool]:
-    """The record for this run under ``results_dir``, training only if it is missing.
-    Returns ``(path, trained)``. Unless ``claim`` is False (a sweep's worker, whose sweep
-    holds the claim), the run is claimed first (:func:`residual_lib.records.claim_run`):
-    if another process is training it, this waits for that record instead."""
-    profile = get_profile(profile)
-    check_run(variant, eval_mode, gain, init_noise)
-    check_seed(seed)
-    key = run_key(run_identity(profile, variant, seed, eval_mode, gain, deterministic, replicate, init_noise))
-    folder = Path(results_dir) / profile.name
-    clean_stale_files(folder)
-    existing = find_record(results_dir, profile.name, key)
-    if existing is not None and not force:
-        return existing, False
-    check_writable(folder)
-    path = record_path(results_dir, profile.name, variant, seed, key)
-    new_folders = [f for f in (folder, *folder.parents) if not f.exists()]
-    try:
-        with claim_run(path, wait=True, enabled=claim) as mine:
-            if not mine:  # another process trained it meanwhile
-                return path, False
-            every = train_kwargs.pop("checkpoint_every", None)
-            every = CHECKPOINT_EVERY.get(profile.name) if every is None else every
-            saved = checkpoint_path(results_dir, profile.name, path.stem)
-            if force:
-                saved.unlink(missing_ok=True)
-            record = train(profile, variant, seed, eval_mode, gain, deterministic, replicate, init_noise=init_noise,
-                           checkpoint=saved if every else None, checkpoint_every=every or None, **train_kwargs)
-            written = write_record(record, path)
-            saved.unlink(missing_ok=True)
-            return written, True
-    except BaseException:
-        for created in new_folders:  # leave no empty folder behind a run that never started
-            try:
-                created.rmdir()
-            except OSError:
-                break
-        raise
+    fuse: int = 1,
+    checkpoint_every: int | None = None,
+    **train_options,
+) -> list[tuple[Path, bool]]:
+    """The records of ``runs`` under ``results_dir`` (default: the checkout's ``results/``),
+    training the missing ones, up to ``fuse`` of one shape together. Returns ``(path,
+    trained)`` per run, in order. Unless ``claim`` is False (a sweep's worker, whose sweep
+    holds the claims), each missing run is claimed first
+    (:func:`residual_lib.records.claim_run`): if another process is training it, this waits
+    for that record instead. Checkpoints: every ``checkpoint_every`` steps (default
+    :data:`CHECKPOINT_EVERY` for the profile; 0 for none)."""
+    results = Path(results_dir) if results_dir else default_results_dir()
+    out: dict[Run, tuple[Path, bool]] = {}
+    todo: list[Run] = []
+    for folder in dict.fromkeys(results / r.profile.name for r in runs):
+        clean_stale_files(folder)
+    for r in dict.fromkeys(runs):
+        existing = None if force else find_record(results, r.profile.name, r.key)
+        if existing is not None:
+            out[r] = (existing, False)
+        else:
+            todo.append(r)
+    for group in fuse_groups(todo, fuse) if todo else []:
+        folder = results / group[0].profile.name
+        check_writable(folder)
+        new_folders = [f for f in (folder, *folder.parents) if not f.exists()]
+        try:
+            with ExitStack() as claims:
+                mine = []
+                for r in group:
+                    if claims.enter_context(claim_run(r.path(results), wait=True, enabled=claim)):
+                        mine.append(r)
+                    else:  # another process trained it meanwhile
+                        out[r] = (r.path(results), False)
+                out.update(_train_and_write(mine, results, force, checkpoint_every, train_options))
+        except BaseException:
+            for created in new_folders:  # leave no empty folder behind a run that never started
+                try:
+                    created.rmdir()
+                except OSError:
+                    break
+            raise
+    return [out[r] for r in runs]
+
+
+def _train_and_write(runs: list[Run], results: Path, force: bool, every: int | None, options: dict) -> dict:
+    if not runs:
+        return {}
+    profile = runs[0].profile
+    every = CHECKPOINT_EVERY.get(profile.name) if every is None else every
+    name = runs[0].path(results).stem if len(runs) == 1 else \
+        f"fused{len(runs)}_" + hashlib.sha256(",".join(r.key for r in runs).encode()).hexdigest()[:16]
+    saved = checkpoint_path(results, profile.name, name)
+    if force:
+        saved.unlink(missing_ok=True)
+    records = train_group(runs, checkpoint=saved if every else None, checkpoint_every=every or None, **options)
+    written = {r: (write_record(rec, r.path(results)), True) for r, rec in zip(runs, records)}
+    saved.unlink(missing_ok=True)
+    return written
+
+
+def run(run: Run, results_dir: str | os.PathLike | None = None, **options) -> tuple[Path, bool]:
+    """:func:`obtain` for one run: ``(path, trained)``."""
+    return obtain([run], results_dir, **options)[0]

@@ -11,7 +11,7 @@ import pytest
 from conftest import SMOKE_SEEDS as SEEDS
 
 from residual_lib import paper, scorecard
-from residual_lib.sweep import all_notebooks
+from residual_lib.execute import all_notebooks
 
 NOTEBOOKS = all_notebooks()
 CHAPTER_CLAIMS = {  # chapters that open with a verdict box, and a claim each must show

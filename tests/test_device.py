@@ -39,7 +39,7 @@ def test_gradient_accumulation_check_catches_a_trainer_that_ignores_it(monkeypat
             state.net(x, y)[1].backward()
         return original(state, optimizer, step, log)
 
-    monkeypatch.setattr(devicecheck, "train_step", unscaled)
+    monkeypatch.setattr(train_module, "train_step", unscaled)
     with pytest.raises(devicecheck.CheckFailed, match="micro-batches"):
         devicecheck.grad_accum("cpu")
 

@@ -19,8 +19,9 @@ import torch
 
 from residual_lib.records import (BadRecordsError, RecordError, clean_stale_files, find_record, load_records,
                                   read_record, record_path, try_claim)
-from residual_lib.sections import RunSpec
-from residual_lib.sweep import execute_notebook, train_specs
+from residual_lib.runs import Run
+from residual_lib.execute import execute_notebook
+from residual_lib.sweep import train_runs
 from residual_lib.train import run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,7 +36,7 @@ def cli(*args: str, cwd: Path = ROOT, **kwargs) -> subprocess.CompletedProcess:
 def good(tmp_path_factory) -> Path:
     """One valid smoke record, in a results folder of its own (copy it before damaging it)."""
     results = tmp_path_factory.mktemp("good")
-    path, trained = run("smoke", "full", 11, results_dir=results, progress=False)
+    path, trained = run(Run("smoke", "full", 11), results, progress=False)
     assert trained
     return path
 
@@ -96,7 +97,7 @@ def test_a_damaged_record_is_named_by_readers_and_retrained_by_the_trainer(good,
     assert find_record(results, "smoke", key) is None
     assert not path.exists() and (path.parent / f"{path.name}.bad").is_file()
     assert "moved aside" in capsys.readouterr().err
-    again, trained = run("smoke", "full", 11, results_dir=results, progress=False)
+    again, trained = run(Run("smoke", "full", 11), results, progress=False)
     assert trained and again == path and read_record(again)["final_val_loss"] == read_record(good)["final_val_loss"]
 
 
@@ -135,7 +136,7 @@ def test_a_diverging_run_is_stopped_recorded_as_diverged_in_strict_json_and_left
 def test_the_sweep_reports_a_diverged_run(tmp_path, monkeypatch):
     from residual_lib.sweep import sweep
 
-    monkeypatch.setattr("residual_lib.sweep.plan", lambda section, **kw: [RunSpec("smoke", "attn_only", 2, gain=1e30)])
+    monkeypatch.setattr("residual_lib.sweep.plan", lambda section, **kw: [Run("smoke", "attn_only", 2, gain=1e30)])
     report = sweep([str(ROOT / "notebooks" / "06_central.py")], profile="smoke", seeds=[2], results_dir=tmp_path,
                    run_notebooks=False, progress=False, jobs=1)
     assert report.ok and len(report.trained) == 1
@@ -149,19 +150,19 @@ def _bits(path) -> dict:
 
 def test_a_records_bits_depend_on_its_key_not_on_the_layout(tmp_path):
     """train with two threads, a sweep with one job, one with two jobs and a resumed one."""
-    specs = [RunSpec("smoke", "ffn_only", 42), RunSpec("smoke", "attn_only", 42)]
+    specs = [Run("smoke", "ffn_only", 42), Run("smoke", "attn_only", 42)]
     saved = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
-        direct = [run("smoke", s.variant, s.seed, results_dir=tmp_path / "direct", progress=False)[0] for s in specs]
+        direct = [run(s, tmp_path / "direct", progress=False)[0] for s in specs]
         assert torch.get_num_threads() == 2  # the pin is undone after the run
     finally:
         torch.set_num_threads(saved)
-    one_job, failed = train_specs(specs, tmp_path / "one", jobs=1, threads=2, progress=False)
+    one_job, failed = train_runs(specs, tmp_path / "one", jobs=1, threads=2, progress=False)
     assert not failed
-    two_jobs, failed = train_specs(specs, tmp_path / "two", jobs=2, threads=1, progress=False)
+    two_jobs, failed = train_runs(specs, tmp_path / "two", jobs=2, threads=1, progress=False)
     assert not failed
-    resumed, failed = train_specs(specs[1:], tmp_path / "direct-resumed", jobs=1, threads=2, progress=False)
+    resumed, failed = train_runs(specs[1:], tmp_path / "direct-resumed", jobs=1, threads=2, progress=False)
     assert not failed
     by_name = {}
     for path in [*direct, *one_job, *two_jobs, *resumed]:
@@ -269,7 +270,7 @@ def test_an_unwritable_output_fails_before_training(tmp_path, monkeypatch):
     monkeypatch.setattr("shutil.disk_usage", lambda path: shutil._ntuple_diskusage(10**9, 10**9, 2**20))
     monkeypatch.setattr(train_module, "train", lambda *a, **k: pytest.fail("trained into a full disk"))
     with pytest.raises(train_module.RunError, match="MB free"):
-        run("smoke", "full", 1, results_dir=tmp_path / "full-disk")
+        run(Run("smoke", "full", 1), tmp_path / "full-disk")
 
 
 @pytest.mark.parametrize("args, message", [
@@ -350,16 +351,15 @@ def _kill_at(monkeypatch, module, name, step_to_die):
 def test_a_killed_run_resumes_from_its_checkpoint_bitwise_identical(tmp_path, monkeypatch):
     import residual_lib.train as train_module
 
-    whole, _ = run("smoke", "attn_only", 8, results_dir=tmp_path / "whole", progress=False, checkpoint_every=50)
+    whole, _ = run(Run("smoke", "attn_only", 8), tmp_path / "whole", progress=False, checkpoint_every=50)
     with monkeypatch.context() as patch:
         _kill_at(patch, train_module, "train_step", 100)
         with pytest.raises(_Killed):
-            run("smoke", "attn_only", 8, results_dir=tmp_path / "killed", progress=False, checkpoint_every=50)
+            run(Run("smoke", "attn_only", 8), tmp_path / "killed", progress=False, checkpoint_every=50)
     saved = list((tmp_path / "killed" / "smoke" / ".checkpoints").glob("*.pt"))
     assert len(saved) == 1 and torch.load(saved[0], weights_only=False)["step"] == 100
     assert not list((tmp_path / "killed" / "smoke").glob("*.json"))
-    resumed, trained = run("smoke", "attn_only", 8, results_dir=tmp_path / "killed", progress=False,
-                           checkpoint_every=50)
+    resumed, trained = run(Run("smoke", "attn_only", 8), tmp_path / "killed", progress=False, checkpoint_every=50)
     assert trained and read_record(resumed)["provenance"]["resumed_from_step"] == 100
     assert _bits(resumed) == _bits(whole)
     assert not saved[0].exists()  # the checkpoint goes once the record is written
@@ -367,10 +367,10 @@ def test_a_killed_run_resumes_from_its_checkpoint_bitwise_identical(tmp_path, mo
 
 def test_a_killed_fused_group_resumes_bitwise_identical(tmp_path, monkeypatch):
     import residual_lib.fused as fused_module
-    from residual_lib.fused import run_fused
+    from residual_lib.train import obtain
 
-    runs = [{"variant": "full", "seed": 1}, {"variant": "ffn_only", "seed": 2}]
-    whole = run_fused("smoke", runs, results_dir=tmp_path / "whole", progress=False, checkpoint_every=50)
+    runs = [Run("smoke", "full", 1), Run("smoke", "ffn_only", 2)]
+    whole = obtain(runs, tmp_path / "whole", fuse=2, progress=False, checkpoint_every=50)
     original = fused_module.FusedTrainer.step
 
     def dying(self, step, log):
@@ -381,8 +381,8 @@ def test_a_killed_fused_group_resumes_bitwise_identical(tmp_path, monkeypatch):
     with monkeypatch.context() as patch:
         patch.setattr(fused_module.FusedTrainer, "step", dying)
         with pytest.raises(_Killed):
-            run_fused("smoke", runs, results_dir=tmp_path / "killed", progress=False, checkpoint_every=50)
-    resumed = run_fused("smoke", runs, results_dir=tmp_path / "killed", progress=False, checkpoint_every=50)
+            obtain(runs, tmp_path / "killed", fuse=2, progress=False, checkpoint_every=50)
+    resumed = obtain(runs, tmp_path / "killed", fuse=2, progress=False, checkpoint_every=50)
     for (a, _), (b, trained) in zip(whole, resumed):
         assert trained and _bits(a) == _bits(b)
         assert read_record(b)["provenance"]["resumed_from_step"] == 100
@@ -413,7 +413,7 @@ def test_ctrl_c_during_a_notebook_prints_one_line(tmp_path):
     notebook.write_text("# %%\nimport time\n\n# %%\ntime.sleep(60)\n")
     script = tmp_path / "run.py"
     script.write_text(
-        "import sys\nfrom pathlib import Path\nfrom residual_lib.sweep import execute_notebook\n"
+        "import sys\nfrom pathlib import Path\nfrom residual_lib.execute import execute_notebook\n"
         "try:\n"
         f"    execute_notebook(Path({str(notebook)!r}), {{}}, Path({str(tmp_path / 'out')!r}))\n"
         "except KeyboardInterrupt:\n"
@@ -437,8 +437,8 @@ def test_a_fresh_run_reproduces_a_committed_records_bits():
     """The first 31 steps of the committed cpu attn_only seed-1337 record, made on another
     machine, are bitwise the same here: one thread and the AVX2 kernels, whatever the CPU."""
     committed = read_record(ROOT / "results" / "cpu" / "attn_only_seed1337_a28e5f2f3b15c1d0.json")
-    code = ("import json, residual_lib\nfrom residual_lib.train import train\n"
-            "rec = train(residual_lib.get_profile('cpu', max_iters=31), 'attn_only', 1337, progress=False)\n"
+    code = ("import json, residual_lib\nfrom residual_lib.runs import Run\nfrom residual_lib.train import train\n"
+            "rec = train(Run(residual_lib.get_profile('cpu', max_iters=31), 'attn_only', 1337), progress=False)\n"
             "print(json.dumps({'loss': rec['curves']['train']['loss'], 'isa': rec['provenance']['cpu_capability']}))")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})

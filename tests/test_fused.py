@@ -10,12 +10,11 @@ import sys
 import pytest
 import torch
 
-from residual_lib.fused import FusedRun, fuse_groups, run_fused, train_fused
 from residual_lib.profiles import get_profile
 from residual_lib.records import read_record
-from residual_lib.sections import RunSpec
+from residual_lib.runs import Run, RunError, fuse_groups
 from residual_lib.sweep import sweep
-from residual_lib.train import RunError, train
+from residual_lib.train import obtain, train, train_group
 
 # smoke's shape at the cpu profile's learning rate; a diagnostic on every step
 PROFILE = get_profile("smoke", max_iters=60, eval_interval=20, log_interval=1, learning_rate=1e-3, min_lr=1e-4)
@@ -28,10 +27,10 @@ def _max_rel(a, b) -> float:
 
 
 def _compare(runs: list[dict], tolerance: float) -> list[dict]:
-    fused = train_fused(PROFILE, runs, progress=False)
+    fused = train_group([Run(PROFILE, **spec) for spec in runs], progress=False)
     assert len(fused) == len(runs)
     for spec, rec in zip(runs, fused):
-        single = train(PROFILE, progress=False, **spec)
+        single = train(Run(PROFILE, **spec), progress=False)
         assert rec["key"] == single["key"]
         assert set(rec) == set(single) and set(rec["diagnostics"]) == set(single["diagnostics"])
         assert rec["curves"]["train"]["step"] == single["curves"]["train"]["step"]
@@ -77,8 +76,8 @@ def test_mixer_runs_fuse_among_themselves(float64):
 
 
 def test_fuse_groups_split_by_shape_and_size():
-    specs = [RunSpec("smoke", v, s) for s in (1, 2, 3) for v in ("full", "mixer", "ffn_only")]
-    specs.append(RunSpec("smoke", "attn_only", 1, deterministic=False))
+    specs = [Run("smoke", v, s) for s in (1, 2, 3) for v in ("full", "mixer", "ffn_only")]
+    specs.append(Run("smoke", "attn_only", 1, deterministic=False))
     groups = fuse_groups(specs, 4)
     assert sorted(len(g) for g in groups) == [1, 2, 3, 4]
     for group in groups:
@@ -92,18 +91,20 @@ def test_fuse_groups_split_by_shape_and_size():
 
 def test_a_group_mixing_attention_and_mixer_is_refused():
     with pytest.raises(RunError, match="fuse_groups"):
-        train_fused(PROFILE, [FusedRun("full", 1), FusedRun("mixer", 1)])
+        train_group([Run(PROFILE, "full", 1), Run(PROFILE, "mixer", 1)])
 
 
-def test_run_fused_reuses_records(tmp_path):
+def test_obtain_fuses_the_missing_runs_and_reuses_the_others(tmp_path):
     profile = get_profile("smoke", max_iters=20, eval_interval=10)
-    first = run_fused(profile, [{"variant": "full", "seed": 1}, {"variant": "ffn_only", "seed": 1}],
-                      results_dir=tmp_path, progress=False)
+    first = obtain([Run(profile, "full", 1), Run(profile, "ffn_only", 1)], tmp_path, fuse=2, progress=False)
     assert [trained for _, trained in first] == [True, True]
-    again = run_fused(profile, [{"variant": "ffn_only", "seed": 1}, {"variant": "attn_only", "seed": 1}],
-                      results_dir=tmp_path, progress=False)
+    assert read_record(first[0][0])["provenance"]["fused_models"] == 2
+    again = obtain([Run(profile, "ffn_only", 1), Run(profile, "attn_only", 1)], tmp_path, fuse=2, progress=False)
     assert again[0] == (first[1][0], False) and again[1][1] is True
-    assert read_record(again[1][0])["provenance"]["fused_models"] == 1
+    # the one run left to train is trained alone, by the single trainer: bitwise what train gives
+    alone = read_record(again[1][0])
+    assert "fused_models" not in alone["provenance"]
+    assert alone["curves"] == train(Run(profile, "attn_only", 1), progress=False)["curves"]
 
 
 def test_sweep_with_fuse_trains_groups_and_resumes(tmp_path):

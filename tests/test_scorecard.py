@@ -7,7 +7,8 @@ import pytest
 
 from residual_lib import paper, scorecard
 from residual_lib.profiles import get_profile
-from residual_lib.records import RECORD_VERSION, record_path, run_identity, run_key, write_record
+from residual_lib.records import write_record
+from residual_lib.runs import RECORD_VERSION, record_path, run_identity, run_key
 
 FLOOR = 3.347
 
@@ -260,7 +261,7 @@ def test_the_escape_plan_covers_every_condition_and_keeps_the_central_runs():
 
     specs = plan("10_ffn_escape", "cpu", seeds=[1, 2], variants=["full"])
     assert {s.variant for s in specs} == {"ffn_only"}
-    labels = [escape_condition("cpu", s.profile, s.gain, s.init_noise) for s in specs]
+    labels = [escape_condition("cpu", s.profile.name, s.gain, s.init_noise) for s in specs]
     assert labels.count("as recorded (central sweep)") == 2
     assert labels.count(f"initial weights nudged ({ESCAPE_INIT_NOISE:g})") == 2
     assert labels.count("dropout 0.2") == 2 and labels.count("6,000 steps") == 2

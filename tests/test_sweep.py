@@ -10,11 +10,15 @@ import pytest
 
 from residual_lib import sections
 from residual_lib.__main__ import main
-from residual_lib.sections import RunSpec, plan
-from residual_lib.sweep import all_notebooks, execute_notebook, sweep, train_specs
+from residual_lib.profiles import get_profile
+from residual_lib.runs import Run
+from residual_lib.sections import plan
+from residual_lib.execute import all_notebooks, execute_notebook
+from residual_lib.sweep import sweep, train_runs
 
 from conftest import SMOKE_SEEDS as SEEDS
 NOTEBOOKS = all_notebooks()
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _digest(root: Path) -> dict[str, str]:
@@ -74,18 +78,19 @@ def test_a_second_sweep_trains_nothing_and_leaves_records_byte_identical(smoke_r
 
 
 def test_a_failed_run_does_not_stop_the_others(tmp_path, monkeypatch, capsys):
-    good = [RunSpec("smoke", "full", 5), RunSpec("smoke", "ffn_only", 5)]
-    bad = RunSpec("smoke", "full", 5, gain=-1.0)  # an invalid gain: the worker raises
+    good = [Run("smoke", "full", 5), Run("smoke", "ffn_only", 5)]
+    # a context longer than the validation split: valid as a Run, but its worker raises
+    bad = Run(get_profile("smoke", block_size=200_000), "full", 5)
     monkeypatch.setattr("residual_lib.sweep.plan", lambda section, **kw: [good[0], bad, good[1]])
     status = main(["sweep", str(NOTEBOOKS[3]), "--profile", "smoke", "--out", str(tmp_path / "r"),
                    "--no-notebooks", "--jobs", "2"])
     out = capsys.readouterr().out
     assert status == 1
     assert "2 run(s) trained" in out and "1 failed" in out
-    assert "FAILED run smoke full seed 5 (gain -1)" in out and "gain must be a positive number" in out
+    assert "FAILED run smoke full seed 5" in out and "is longer than" in out
     assert len(list((tmp_path / "r" / "smoke").glob("*.json"))) == 2
     log = tmp_path / "r" / "smoke" / "logs" / f"full_seed5_{bad.key}.log"
-    assert "RunError: gain must be a positive number" in log.read_text()
+    assert "RunError: context 200000 is longer than" in log.read_text()
 
 
 def _comparable(path: str) -> dict:
@@ -94,10 +99,10 @@ def _comparable(path: str) -> dict:
 
 
 def test_submitit_local_executor_makes_the_same_records_as_the_process_pool(tmp_path):
-    specs = [RunSpec("smoke", "attn_only", 9), RunSpec("smoke", "no_residual", 9)]
-    local, failed = train_specs(specs, tmp_path / "local", jobs=2, threads=1, executor="local", progress=False)
+    specs = [Run("smoke", "attn_only", 9), Run("smoke", "no_residual", 9)]
+    local, failed = train_runs(specs, tmp_path / "local", jobs=2, threads=1, executor="local", progress=False)
     assert not failed
-    remote, failed = train_specs(specs, tmp_path / "submitit", jobs=2, threads=1, executor="submitit",
+    remote, failed = train_runs(specs, tmp_path / "submitit", jobs=2, threads=1, executor="submitit",
                                  cluster="local", progress=False)
     assert not failed, failed
     assert sorted(Path(p).name for p in local) == sorted(Path(p).name for p in remote)
@@ -114,7 +119,7 @@ def test_sweep_trains_seed_by_seed(monkeypatch, tmp_path):
     monkeypatch.setattr(sweep_module, "_LocalPool", _RecordingPool.factory(queued))
     sweep([str(p) for p in NOTEBOOKS if p.stem in ("06_central", "07_mechanism", "08_reproduction")],
           profile="smoke", seeds=[7, 5], results_dir=tmp_path, run_notebooks=False, progress=False, jobs=1)
-    seeds = [s["seed"] for group in queued for s in group]
+    seeds = [s.seed for group in queued for s in group]
     # seed 7: four central variants, the mixer, a deterministic and three non-deterministic repeats
     assert seeds == [7] * 9 + [5] * 5
 
@@ -162,3 +167,33 @@ def test_a_notebook_asks_for_its_records_with_the_names_its_section_takes(monkey
     asked.clear()
     sections.notebook_records("06_central", namespace, skip_missing=True)
     assert "gains" not in asked and asked["skip_missing"] is True
+
+
+def test_a_parameter_left_none_takes_the_sections_default_and_the_page_sees_it(monkeypatch):
+    asked = {}
+    monkeypatch.setattr(sections, "ensure", lambda section, **kw: asked.update(kw))
+    namespace = {"profile": "cpu", "seeds": None, "gains": None, "gain_variant": "ffn_only"}
+    sections.notebook_records("05_confounds", namespace)
+    assert asked["seeds"] == list(sections.PAPER_SEEDS) and asked["gains"] == (0.5, 1.0, 2.0, 4.0)
+    assert asked["gain_variant"] == "ffn_only" and asked["profile"] == "cpu"
+    assert namespace["gains"] == (0.5, 1.0, 2.0, 4.0) and namespace["variants"] == list(sections.CENTRAL_VARIANTS)
+    # what the sweep trains (plan with profile and seeds) is what the notebook then asks for
+    assert plan("05_confounds", "cpu", sections.PAPER_SEEDS) == plan("05_confounds", **{
+        k: v for k, v in asked.items() if k not in ("results_dir", "train_missing", "device")} | {
+        "gain_variant": "attn_only"})
+
+
+@pytest.mark.parametrize("page", [*NOTEBOOKS, ROOT / "book" / "confounds.py"], ids=lambda p: p.stem)
+def test_a_parameters_cell_names_its_sections_parameters_and_retypes_no_default(page):
+    """A parameters cell holds the names :func:`sections.defaults` lists; every default but
+    the profile and the switches is None there, so the section's defaults are written once."""
+    import ast
+    import re
+
+    text = page.read_text()
+    cell = re.search(r'^# %% tags=\["parameters"[^\n]*\n(.*?)(?=^# %%)', text, flags=re.M | re.S).group(1)
+    values = {node.targets[0].id: ast.literal_eval(node.value) for node in ast.parse(cell).body}
+    section = "05_confounds" if page.stem == "confounds" else page.stem
+    assert set(values) == set(sections.defaults(section)), page.name
+    retyped = {k: v for k, v in values.items() if v is not None and k not in ("profile", "train_missing", "device")}
+    assert retyped == {}, f"{page.name} retypes section defaults: {retyped}"

@@ -10,7 +10,8 @@ import torch
 from residual_lib import get_profile, load_curves, load_records
 from residual_lib.model import GPTConfig, ResidualGPT
 from residual_lib.records import read_record
-from residual_lib.train import lr_at, make_optimizer, run, train
+from residual_lib.runs import Run, RunError
+from residual_lib.train import adamw, lr_at, run, train
 
 # A 40-step smoke run: enough to move the loss, fast enough to run a few times.
 SHORT = get_profile("smoke", max_iters=40, eval_interval=20, log_interval=5)
@@ -20,9 +21,9 @@ SHORT = get_profile("smoke", max_iters=40, eval_interval=20, log_interval=5)
 def smoke_runs():
     """Two runs of seed 3 and one of seed 4, trained once for the module."""
     return {
-        "a": train(SHORT, "attn_only", 3, progress=False),
-        "b": train(SHORT, "attn_only", 3, progress=False),
-        "other_seed": train(SHORT, "attn_only", 4, progress=False),
+        "a": train(Run(SHORT, "attn_only", 3), progress=False),
+        "b": train(Run(SHORT, "attn_only", 3), progress=False),
+        "other_seed": train(Run(SHORT, "attn_only", 4), progress=False),
     }
 
 
@@ -37,7 +38,7 @@ def test_learning_rate_warms_up_then_decays_to_min_lr():
 
 def test_weight_decay_applies_to_two_dimensional_weights_only():
     model = ResidualGPT(GPTConfig(vocab_size=11, block_size=8, n_layer=2, n_head=2, n_embd=16))
-    decayed, plain = make_optimizer(model, get_profile("smoke"), "cpu").param_groups
+    decayed, plain = adamw(model.parameters(), get_profile("smoke"), "cpu").param_groups
     assert decayed["weight_decay"] > 0 and plain["weight_decay"] == 0
     assert all(p.dim() == 2 for p in decayed["params"]) and all(p.dim() == 1 for p in plain["params"])
     assert len(decayed["params"]) + len(plain["params"]) == len(list(model.parameters()))
@@ -95,28 +96,28 @@ def test_data_order_depends_on_the_seed_alone(monkeypatch):
     short = SHORT.override(max_iters=10, eval_interval=10)
     records = {}
     for current in ("full", "ffn_only"):
-        records[current] = train(short, current, 3, progress=False)
+        records[current] = train(Run(short, current, 3), progress=False)
     assert records["full"]["key"] != records["ffn_only"]["key"]
     assert records["full"]["curves"]["train"]["loss"] != records["ffn_only"]["curves"]["train"]["loss"]
     assert len(seen["full"]) == 10 and all(torch.equal(a, b) for a, b in zip(seen["full"], seen["ffn_only"]))
 
 
 def test_full_smoke_run_ends_below_the_unigram_floor():
-    rec = train("smoke", "full", 1, progress=False)
+    rec = train(Run("smoke", "full", 1), progress=False)
     assert rec["final_val_loss"] < rec["unigram_floor"] - 0.3
     assert not torch.are_deterministic_algorithms_enabled()  # the run restored global state
 
 
 def test_run_reuses_records_and_writes_atomically(tmp_path):
     profile = SHORT.override(max_iters=10, eval_interval=10)
-    path, trained = run(profile, "no_residual", 7, results_dir=tmp_path, progress=False)
+    path, trained = run(Run(profile, "no_residual", 7), tmp_path, progress=False)
     assert trained and path.parent == tmp_path / "smoke" and path.name.startswith("no_residual_seed7_")
     before = path.read_bytes()
-    again, trained_again = run(profile, "no_residual", 7, results_dir=tmp_path, progress=False)
+    again, trained_again = run(Run(profile, "no_residual", 7), tmp_path, progress=False)
     assert again == path and not trained_again and path.read_bytes() == before
     assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == [path.name]  # no temporary files left
     # a different gain or eval mode is a different run
-    other, trained_other = run(profile, "no_residual", 7, gain=2.0, results_dir=tmp_path, progress=False)
+    other, trained_other = run(Run(profile, "no_residual", 7, gain=2.0), tmp_path, progress=False)
     assert trained_other and other != path
     frame = load_records(tmp_path)
     assert sorted(frame["gain"]) == [1.0, 2.0]
@@ -127,23 +128,22 @@ def test_run_reuses_records_and_writes_atomically(tmp_path):
 
 
 def test_init_noise_is_a_new_run_that_differs_and_reproduces(tmp_path):
-    from residual_lib.records import run_key
-    from residual_lib.train import RunError, run_identity
+    from residual_lib.runs import run_identity, run_key
 
     p = SHORT
     plain = run_identity(p, "ffn_only", 3, "fixed", 1.0, True, 0)
     assert run_key(run_identity(p, "ffn_only", 3, "fixed", 1.0, True, 0, init_noise=0.0)) == run_key(plain)
     nudged_key = run_key(run_identity(p, "ffn_only", 3, "fixed", 1.0, True, 0, init_noise=1e-6))
     assert nudged_key != run_key(plain)
-    a = train(p, "ffn_only", 3, progress=False, init_noise=1e-6)
-    b = train(p, "ffn_only", 3, progress=False, init_noise=1e-6)
-    base = train(p, "ffn_only", 3, progress=False)
+    a = train(Run(p, "ffn_only", 3, init_noise=1e-6), progress=False)
+    b = train(Run(p, "ffn_only", 3, init_noise=1e-6), progress=False)
+    base = train(Run(p, "ffn_only", 3), progress=False)
     assert a["key"] == nudged_key and a["init_noise"] == 1e-6 and base["init_noise"] == 0.0
     assert a["curves"]["train"]["loss"] == b["curves"]["train"]["loss"]  # deterministic
     assert a["curves"]["train"]["loss"] != base["curves"]["train"]["loss"]  # but not the unperturbed run
     assert a["curves"]["train"]["loss"][0] == pytest.approx(base["curves"]["train"]["loss"][0], rel=1e-4)
     with pytest.raises(RunError, match="--init-noise"):
-        train(p, "ffn_only", 3, progress=False, init_noise=-1.0)
+        Run(p, "ffn_only", 3, init_noise=-1.0)
 
 
 def test_the_logged_block0_gradient_is_the_norm_over_transformer_h0_alone():
@@ -153,8 +153,7 @@ def test_the_logged_block0_gradient_is_the_norm_over_transformer_h0_alone():
     from residual_lib.train import RunState, train_step
 
     profile = get_profile("smoke", grad_clip=0.0)
-    state = RunState(profile, load_corpus("shakespeare_char"), "attn_only", 3, "fixed", 1.0, True, 0, "cpu",
-                     progress=False)
+    state = RunState(Run(profile, "attn_only", 3), load_corpus("shakespeare_char"), "cpu")
     seen = {}
 
     class Probe:  # stands in for the optimiser: keeps the gradients of the step
@@ -196,15 +195,14 @@ def test_records_carry_the_floor_of_their_evaluation_batches(smoke_runs):
 def test_every_committed_record_keeps_its_key_and_reads_back_its_floor():
     from pathlib import Path
 
-    from residual_lib.profiles import Profile
-    from residual_lib.records import record_eval_floor, run_key
-    from residual_lib.train import run_identity
+    from residual_lib.records import record_eval_floor
 
     files = sorted((Path(__file__).resolve().parents[1] / "results").glob("*/*.json"))
     assert files, "no committed records"
     for path in files:
         rec = read_record(path)
-        identity = run_identity(Profile(**rec["config"]["profile"]), rec["variant"], rec["seed"], rec["eval_mode"],
-                                rec["gain"], rec["deterministic"], rec["replicate"], rec.get("init_noise", 0.0))
-        assert run_key(identity) == rec["key"], path.name
+        assert Run.from_record(rec).key == rec["key"], path.name  # the Run a record was made by keys it
+        named = Run(rec["profile"], rec["variant"], rec["seed"], rec["eval_mode"], rec["gain"], rec["deterministic"],
+                    rec["replicate"], rec.get("init_noise", 0.0))
+        assert named.key == rec["key"], path.name  # and so does the same run asked for by profile name
         assert 3.3 < record_eval_floor(rec) < 3.4, path.name

@@ -28,12 +28,12 @@ results_dir = None
 train_missing = True
 
 # %%
-from IPython.display import HTML, Markdown
+from IPython.display import Markdown
 
 from residual_lib import analysis, paper, plots, scorecard
 from residual_lib.book import glue
 from residual_lib.records import controlled
-from residual_lib.sections import default_results_dir, notebook_records
+from residual_lib.sections import notebook_records
 from residual_lib.tables import table
 
 records = notebook_records("04_joint_collapse", globals())
@@ -50,11 +50,7 @@ claims = [
     "layer0_starved_no_residual",
     "layer0_full",
 ]
-HTML(
-    scorecard.verdict_box(
-        results_dir or default_results_dir(), profile, claims, records=shown
-    )
-)
+scorecard.verdict_box(claims, shown)
 
 # %%
 paper.section_view(4)

@@ -30,10 +30,10 @@ gains = None
 gain_variant = None
 
 # %%
-from IPython.display import HTML, Markdown
+from IPython.display import Markdown
 
 from residual_lib import analysis, paper, plots, scorecard
-from residual_lib.sections import default_results_dir, notebook_records
+from residual_lib.sections import notebook_records
 from residual_lib.tables import table
 
 records = notebook_records("05_confounds", globals())
@@ -43,14 +43,7 @@ tolerance = (
 gain_runs, central = analysis.confound_runs(
     records, gain_variant, seeds[0], gains, variants
 )
-HTML(
-    scorecard.verdict_box(
-        results_dir or default_results_dir(),
-        profile,
-        ["gain_confound"],
-        records=records,
-    )
-)
+scorecard.verdict_box(["gain_confound"], records)
 
 # %%
 paper.section_view(5)

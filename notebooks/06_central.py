@@ -27,11 +27,9 @@ results_dir = None
 train_missing = True
 
 # %%
-from IPython.display import HTML
-
 from residual_lib import analysis, paper, plots, scorecard
 from residual_lib.book import glue
-from residual_lib.sections import default_results_dir, notebook_records
+from residual_lib.sections import notebook_records
 from residual_lib.tables import table
 
 records = notebook_records("06_central", globals())
@@ -39,11 +37,7 @@ floor = records["eval_floor"].iloc[
     0
 ]  # the unigram floor of the fixed evaluation batches
 claims = ["asymmetry_10m", "ffn_collapse_10m", "ffn_vs_no_residual"]
-HTML(
-    scorecard.verdict_box(
-        results_dir or default_results_dir(), profile, claims, records=records
-    )
-)
+scorecard.verdict_box(claims, records)
 
 # %%
 paper.section_view(6)

@@ -34,11 +34,11 @@ results_dir = None
 train_missing = True
 
 # %%
-from IPython.display import HTML, Markdown
+from IPython.display import Markdown
 
 from residual_lib import analysis, paper, plots, scorecard
 from residual_lib.book import glue
-from residual_lib.sections import default_results_dir, notebook_records
+from residual_lib.sections import notebook_records
 from residual_lib.tables import table
 
 records = notebook_records("07_mechanism", globals())
@@ -50,11 +50,7 @@ claims = [
     "layer0_starved_attn_only",
     "layer0_starved_ffn_only",
 ]
-HTML(
-    scorecard.verdict_box(
-        results_dir or default_results_dir(), profile, claims, records=records
-    )
-)
+scorecard.verdict_box(claims, records)
 
 # %%
 paper.section_view(7)

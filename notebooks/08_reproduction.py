@@ -34,21 +34,15 @@ repro_variant = None
 # %%
 import pandas as pd
 
-from IPython.display import HTML
-
 from residual_lib import analysis, paper, scorecard
-from residual_lib.sections import default_results_dir, notebook_records
+from residual_lib.sections import notebook_records
 from residual_lib.tables import table
 
 records = notebook_records("08_reproduction", globals())
 claims = paper.claims()
-HTML(
-    scorecard.verdict_box(
-        results_dir or default_results_dir(),
-        profile,
-        ["intermediate_reproduction", "nondeterministic_repeats", "original_record"],
-        records=records,
-    )
+scorecard.verdict_box(
+    ["intermediate_reproduction", "nondeterministic_repeats", "original_record"],
+    records,
 )
 
 # %%

@@ -139,31 +139,23 @@ table(trend, headers={"slope_per_decade": "slope (nats per decade)"})
 # %% tags=["hide-input"]
 def describe(gap: str) -> str:
     rows = gaps[gaps["gap"] == gap].sort_values("n_params") if len(gaps) else gaps
+    name = gap.replace(" - ", " − ")
     if not len(rows):
-        return f"{gap}: no rung has the runs for it yet."
-    values = "; ".join(
-        f"{r.profile} ({r.n_params / 1e6:.2g}M, {r.seeds} seed(s)) {r.mean:+.3f}"
+        return f"{name}: no rung has the runs for it yet."
+    values = ", ".join(
+        f"{r.mean:+.3f}"
         + ("" if pd.isna(r.std) else f" ± {r.std:.3f}")
+        + f" nats at {r.n_params / 1e6:.2g}M parameters ({r.seeds} seeds)"
         for r in rows.itertuples()
     )
     fit = trend.set_index("gap").loc[gap]
-    if pd.isna(fit.slope_per_decade):
-        verdict = "too few rungs or seeds for a trend."
-    else:
-        direction = (
-            "no trend distinguishable from zero"
-            if fit.ci_low <= 0 <= fit.ci_high
-            else (
-                "it grows with size"
-                if fit.slope_per_decade > 0
-                else "it shrinks with size"
-            )
+    verdict = fit.trend[0].upper() + fit.trend[1:]
+    if not pd.isna(fit.slope_per_decade):
+        verdict += (
+            f": {fit.slope_per_decade:+.3f} nats per tenfold size (95% CI"
+            f" [{fit.ci_low:+.3f}, {fit.ci_high:+.3f}], p = {fit.p:.2g})"
         )
-        verdict = (
-            f"slope {fit.slope_per_decade:+.3f} nats per decade (95% CI"
-            f" [{fit.ci_low:+.3f}, {fit.ci_high:+.3f}], p = {fit.p:.2g}): {direction}."
-        )
-    return f"{gap}: {values}; {verdict}"
+    return f"{name} is {values}. {verdict}."
 
 
 findings = {

@@ -51,7 +51,7 @@ perturbations = None
 
 # %%
 import pandas as pd
-from IPython.display import HTML, Markdown
+from IPython.display import Markdown
 from scipy import stats
 
 from residual_lib import analysis, plots, scorecard
@@ -59,7 +59,6 @@ from residual_lib.book import glue
 from residual_lib.sections import (
     ESCAPE_INIT_NOISE,
     ESCAPE_PROFILES,
-    default_results_dir,
     escape_condition,
     notebook_records,
 )
@@ -85,14 +84,7 @@ ORDER = [
     *sorted({c for c in runs.condition if c.startswith("gain")}),
 ]
 floor = float(records["eval_floor"].iloc[0]) if len(records) else float("nan")
-HTML(
-    scorecard.verdict_box(
-        results_dir or default_results_dir(),
-        profile,
-        ["ffn_collapse_10m"],
-        records=records,
-    )
-)
+scorecard.verdict_box(["ffn_collapse_10m"], records)
 
 # %% [markdown]
 # ## Escapes per condition

@@ -28,11 +28,11 @@ from .model import VARIANTS, GPTConfig, ResidualGPT
 from .profiles import PROFILES, Profile, get_profile
 from .records import load_curves, load_records, summarize
 from .runs import Run
-from .train import obtain, run, train
+from .train import obtain, run  # (not train: residual_lib.train is the module)
 
 __all__ = [
     "Corpus", "DataError", "GPTConfig", "PROFILES", "Profile", "ResidualGPT", "Run", "VARIANTS",
-    "get_profile", "load_corpus", "load_curves", "load_records", "obtain", "run", "summarize", "train",
+    "get_profile", "load_corpus", "load_curves", "load_records", "obtain", "run", "summarize",
     "unigram_floor",
 ]
 __version__ = "0.1.0"

@@ -139,12 +139,12 @@ def escapes(frame: pd.DataFrame, tolerance: float) -> pd.DataFrame:
         rec = read_record(row["path"])
         val = rec["curves"]["val"]
         step = escape_step(val["step"], val["loss"], row["eval_floor"], tolerance)
-        rows.append({"profile": row["profile"], "variant": row["variant"], "seed": int(row["seed"]),
-                     "gain": row["gain"], "init_noise": rec.get("init_noise", 0.0) or 0.0,
+        rows.append({"key": row["key"], "profile": row["profile"], "variant": row["variant"], "seed": int(row["seed"]),
+                     "gain": row["gain"], "init_noise": row["init_noise"],
                      "replicate": int(row["replicate"]), "final_val_loss": row["final_val_loss"],
                      "below_floor": row["eval_floor"] - row["final_val_loss"], "escaped": step is not None,
                      "escape_step": step, "path": row["path"]})
-    return pd.DataFrame(rows, columns=["profile", "variant", "seed", "gain", "init_noise", "replicate",
+    return pd.DataFrame(rows, columns=["key", "profile", "variant", "seed", "gain", "init_noise", "replicate",
                                        "final_val_loss", "below_floor", "escaped", "escape_step", "path"])
 
 
@@ -209,10 +209,12 @@ def misorder_table(estimates: pd.DataFrame, pairs=MISORDER_PAIRS) -> pd.DataFram
 
 def welch_gap(a: np.ndarray, b: np.ndarray, confidence: float = 0.95) -> dict:
     """Difference of means ``mean(a) - mean(b)`` with Welch's t-test and its confidence
-    interval (scipy), plus a percentile bootstrap interval when both samples have >= 2 values."""
+    interval (scipy), plus a percentile bootstrap interval when both samples have >= 2 values.
+    The samples are sorted first: the bootstrap's resampling draws positions, so without it the
+    interval would depend on the order the records were read in, not only on their values."""
     from scipy import stats
 
-    a, b = np.asarray(a, float), np.asarray(b, float)
+    a, b = np.sort(np.asarray(a, float)), np.sort(np.asarray(b, float))
     out = {"gap": a.mean() - b.mean(), "n_a": len(a), "n_b": len(b)}
     if len(a) >= 2 and len(b) >= 2:
         test = stats.ttest_ind(a, b, equal_var=False)
@@ -279,19 +281,25 @@ def ladder_gaps(frame: pd.DataFrame, value: str = "final_val_loss") -> pd.DataFr
 
 def ladder_trend(points: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
     """Per gap, the least-squares slope of the per-seed gap against log10(parameters): nats
-    per decade of model size, with its t interval and p-value (scipy ``linregress``). Needs
-    two rungs and three points; otherwise the slope is NaN."""
+    per decade of model size, with its t interval and p-value (scipy ``linregress``), and the
+    ``trend`` it shows: ``grows with size`` or ``shrinks with size`` when the interval
+    excludes 0, ``no trend distinguishable from zero`` when it does not. Needs two rungs and
+    three points; otherwise the slope is NaN and the trend ``too few rungs or seeds``."""
     from scipy import stats
 
     rows = []
     for gap, part in points.groupby("gap", sort=False):
         x, y = np.log10(part["n_params"].to_numpy(float)), part["value"].to_numpy(float)
         row = {"gap": gap, "rungs": int(part["profile"].nunique()), "points": len(part),
-               "slope_per_decade": math.nan, "ci_low": math.nan, "ci_high": math.nan, "p": math.nan}
+               "slope_per_decade": math.nan, "ci_low": math.nan, "ci_high": math.nan, "p": math.nan,
+               "trend": "too few rungs or seeds"}
         if row["rungs"] >= 2 and len(part) >= 3:
             fit = stats.linregress(x, y)
             half = stats.t.ppf(0.5 + confidence / 2, len(part) - 2) * fit.stderr
             row.update(slope_per_decade=float(fit.slope), ci_low=float(fit.slope - half),
                        ci_high=float(fit.slope + half), p=float(fit.pvalue))
+            row["trend"] = ("no trend distinguishable from zero" if row["ci_low"] <= 0 <= row["ci_high"]
+                            else "grows with size" if fit.slope > 0 else "shrinks with size")
         rows.append(row)
-    return pd.DataFrame(rows, columns=["gap", "rungs", "points", "slope_per_decade", "ci_low", "ci_high", "p"])
+    return pd.DataFrame(rows, columns=["gap", "rungs", "points", "slope_per_decade", "ci_low", "ci_high", "p",
+                                       "trend"])

@@ -639,13 +639,17 @@ def claims_html(table: pd.DataFrame) -> str:
     return f'<div class="claim-blocks" id="scorecard-claims">{"".join(blocks)}</div>'
 
 
-def verdict_box(results_dir: str | Path, profile: str, claims: list[str], records: pd.DataFrame | None = None,
-                table: pd.DataFrame | None = None) -> str:
-    """The box that opens a chapter: the verdict at ``profile`` of each of ``claims`` with
-    what the records show, each linking to its block on the scorecard page, and one line on
-    what the page shows (profile, seeds and number of records, from ``records``)."""
+def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | None = None):
+    """The box that opens a chapter (an IPython ``HTML`` object): the verdict of each of
+    ``claims`` at the page's profile with what the records show, each linking to its block on
+    the scorecard page, and one line on what the page shows (profile, seeds and number of
+    records). ``records`` are the page's, as :func:`residual_lib.sections.notebook_records`
+    returns them: their ``attrs`` name the profile and the results folder."""
     import html
 
+    from IPython.display import HTML
+
+    profile, results_dir = records.attrs["profile"], records.attrs["results_dir"]
     table = build(results_dir, stand_in=profile) if table is None else table
     rows = table[table.claim.isin(claims) & (table.profile == profile)]
     items = []
@@ -654,15 +658,15 @@ def verdict_box(results_dir: str | Path, profile: str, claims: list[str], record
             items.append(f'<li>{badge(row.verdict)} <a href="../book/scorecard.html#{claim_anchor(claim)}">'
                          f"{html.escape(TITLES.get(claim, claim))}</a>. {html.escape(str(row.ours))}.</li>")
     shown = ""
-    left_out = (records.attrs.get("diverged") or []) if records is not None else []
+    left_out = records.attrs.get("diverged") or []
     if left_out:
         shown += (f'<p class="verdict-box-scope"><strong>Left out:</strong> {len(left_out)} run(s) that diverged '
                   f"(non-finite loss): {html.escape('; '.join(left_out))}.</p>")
-    if records is not None and len(records):
+    if len(records):
         seeds = ", ".join(str(s) for s in sorted(set(int(x) for x in records.seed)))
         shown += (f'<p class="verdict-box-scope">This page shows the <code>{html.escape(profile)}</code> profile\'s '
                  f"records: {len(records)} run(s), seed(s) {seeds}, read from <code>results/{html.escape(profile)}/"
                  f"</code>. The verdict rules and the other profiles are on the "
                  f'<a href="../book/scorecard.html">scorecard</a>.</p>')
-    return (f'<div class="verdict-box"><p class="verdict-box-title">Verdicts at <code>{html.escape(profile)}</code>'
-            f'</p><ul>{"".join(items)}</ul>{shown}</div>')
+    return HTML(f'<div class="verdict-box"><p class="verdict-box-title">Verdicts at <code>{html.escape(profile)}</code>'
+                f'</p><ul>{"".join(items)}</ul>{shown}</div>')

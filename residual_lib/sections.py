@@ -189,4 +189,5 @@ def ensure(
     out.attrs["diverged"] = [f"{r.profile} {r.variant} seed {r.seed} (key {r.key})"
                              for r in diverged(frame).itertuples()]
     out.attrs["missing"] = absent if skip_missing and not train_missing else []  # the runs left out
+    out.attrs["profile"], out.attrs["results_dir"] = profile, str(results)  # what the page shows
     return out

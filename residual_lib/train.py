@@ -32,7 +32,7 @@ previous settings.
 ``deterministic=False`` leaves PyTorch free to use non-deterministic kernels
 (atomics in CUDA backward passes) and the process's thread count.
 
-Checkpoints. Long runs (the paper profiles: :data:`CHECKPOINT_EVERY`; any run with
+Checkpoints (:mod:`residual_lib.checkpoint`). Long runs (the paper profiles: :data:`CHECKPOINT_EVERY`; any run with
 ``checkpoint_every``) save their whole state every N steps -- weights, optimiser, the data
 order's and the evaluation batches' generators, torch's RNG (dropout), the curves so far --
 atomically under ``<results>/<profile>/.checkpoints/``. A killed run started again resumes
@@ -46,7 +46,6 @@ pages list it instead of averaging it.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import sys
@@ -62,6 +61,7 @@ from .data import ValidationSet, eval_floor, fixed_val_batches, get_batch, load_
 from .model import GPTConfig, ResidualGPT
 from .profiles import Profile
 from .paths import default_results_dir
+from .checkpoint import CHECKPOINT_EVERY, checkpoint_path, load_checkpoint, save_checkpoint
 from .records import claim_run, clean_stale_files, code_version, find_record, make_record, provenance, write_record
 from .runs import Run, RunError, fuse_groups
 
@@ -71,65 +71,6 @@ LAYER0_PARTS = ("attn", "mlp", "ln")
 DETERMINISTIC_CPU_THREADS = 1
 #: Free space a results folder must have before a run starts (a record is ~1-5 MB).
 MIN_FREE_BYTES = 64 * 2**20
-#: Steps between checkpoints for the profiles whose runs last longer than ~10 minutes on the
-#: machines they are meant for; shorter runs are cheaper to retrain than to checkpoint.
-CHECKPOINT_EVERY = {"paper-10m": 250, "paper-124m": 250}
-
-
-def checkpoint_path(results_dir: str | os.PathLike, profile: str, name: str) -> Path:
-    """Where a run's (or a fused group's) checkpoint lives: ``name`` is its record's stem."""
-    return Path(results_dir) / profile / ".checkpoints" / f"{name}.pt"
-
-
-def save_checkpoint(path: Path, step: int, states: list, optimizer, params: dict, train_seconds: float,
-                    elapsed: float) -> None:
-    """Everything needed to continue at ``step`` exactly as if never stopped, written atomically."""
-    import tempfile
-
-    payload = {
-        "step": step, "keys": [s.key for s in states], "params": {k: v.detach().clone() for k, v in params.items()},
-        "optimizer": optimizer.state_dict(), "runs": [s.checkpoint_state() for s in states],
-        "torch_rng": torch.get_rng_state(), "train_seconds": train_seconds, "elapsed": elapsed,
-        "cuda_rng": torch.cuda.get_rng_state_all() if states[0].device.startswith("cuda") else None,
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        torch.save(payload, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def load_checkpoint(path: Path | None, states: list, optimizer, params: dict) -> tuple[int, float, float]:
-    """Restore ``states``, ``optimizer`` and ``params`` from ``path`` if it holds these runs;
-    returns (the step to continue from, training seconds so far, wall seconds so far)."""
-    if path is None or not path.is_file():
-        return 0, 0.0, 0.0
-    try:
-        payload = torch.load(path, map_location=states[0].device, weights_only=False)
-    except Exception as exc:  # a damaged checkpoint costs the time it saved, nothing else
-        print(f"residual_lib: ignoring unreadable checkpoint {path} ({exc.__class__.__name__}); starting over",
-              file=sys.stderr)
-        return 0, 0.0, 0.0
-    if payload.get("keys") != [s.key for s in states]:
-        return 0, 0.0, 0.0
-    with torch.no_grad():
-        for name, value in payload["params"].items():
-            params[name].copy_(value)
-    optimizer.load_state_dict(payload["optimizer"])
-    for state, saved in zip(states, payload["runs"]):
-        state.restore(saved)
-    torch.set_rng_state(payload["torch_rng"])
-    if payload.get("cuda_rng") is not None:
-        torch.cuda.set_rng_state_all(payload["cuda_rng"])
-    for state in states:
-        state.resumed_from = payload["step"]
-    return payload["step"], payload["train_seconds"], payload["elapsed"]
-
-
 def resolve_device(device: str = "auto") -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
@@ -579,8 +520,11 @@ def train_group(
             trainer.step(step, log)
             train_seconds += time.perf_counter() - t0
             reporter.step(1, **({"loss": states[0].last_train_loss} if log and single else {}))
-            if log and [state.check_divergence(step) for state in states] and all_diverged():
-                break
+            if log:  # a diverged model's slice of a fused group stays NaN without touching the others'
+                for state in states:
+                    state.check_divergence(step)
+                if all_diverged():
+                    break
             if checkpoint is not None and (step + 1) % checkpoint_every == 0 and step + 1 < profile.max_iters:
                 save_checkpoint(checkpoint, step + 1, states, trainer.optimizer, trainer.params, train_seconds,
                                 time.perf_counter() - started)
@@ -650,11 +594,8 @@ def obtain(
 def _train_and_write(runs: list[Run], results: Path, force: bool, every: int | None, options: dict) -> dict:
     if not runs:
         return {}
-    profile = runs[0].profile
-    every = CHECKPOINT_EVERY.get(profile.name) if every is None else every
-    name = runs[0].path(results).stem if len(runs) == 1 else \
-        f"fused{len(runs)}_" + hashlib.sha256(",".join(r.key for r in runs).encode()).hexdigest()[:16]
-    saved = checkpoint_path(results, profile.name, name)
+    every = CHECKPOINT_EVERY.get(runs[0].profile.name) if every is None else every
+    saved = checkpoint_path(results, runs)
     if force:
         saved.unlink(missing_ok=True)
     records = train_group(runs, checkpoint=saved if every else None, checkpoint_every=every or None, **options)

@@ -18,8 +18,8 @@ import pytest
 import torch
 
 from residual_lib.records import (BadRecordsError, RecordError, clean_stale_files, find_record, load_records,
-                                  read_record, record_path, try_claim)
-from residual_lib.runs import Run
+                                  read_record, try_claim)
+from residual_lib.runs import Run, record_path
 from residual_lib.execute import execute_notebook
 from residual_lib.sweep import train_runs
 from residual_lib.train import run

@@ -25,7 +25,7 @@ def test_the_ladder_changes_only_the_width():
 
 def test_ladder_plan_covers_every_rung_variant_and_first_three_seeds():
     specs = plan("09_scale_ladder", "cpu", seeds=[1, 2, 3, 4], variants=["full", "ffn_only"])
-    assert {(s.profile, s.variant, s.seed) for s in specs} == {
+    assert {(s.profile.name, s.variant, s.seed) for s in specs} == {
         (r, v, s) for r in ladder("cpu") for v in ("full", "ffn_only") for s in (1, 2, 3)}
 
 
@@ -68,6 +68,19 @@ def test_ladder_trend_fits_nats_per_decade_and_needs_two_rungs():
     attn = trend.loc["attn_only - full"]
     assert attn.slope_per_decade == pytest.approx(-0.2) and attn.ci_low < -0.2 < attn.ci_high and attn.p < 0.01
     assert (attn.rungs, attn.points) == (3, 6)
+    assert attn.trend == "shrinks with size"
     assert trend.loc["ffn_only - floor"].slope_per_decade == pytest.approx(0.0, abs=1e-12)
     one_rung = analysis.ladder_trend(analysis.ladder_gap_points(frame[frame.profile == "a"]))
-    assert one_rung.slope_per_decade.isna().all()
+    assert one_rung.slope_per_decade.isna().all() and set(one_rung.trend) == {"too few rungs or seeds"}
+    noisy = frame.copy()  # the same rungs with the attn_only gap flipping sign from seed to seed
+    noisy.loc[(noisy.variant == "attn_only") & (noisy.seed == 2), "final_val_loss"] -= 1.0
+    flat = analysis.ladder_trend(analysis.ladder_gap_points(noisy)).set_index("gap").loc["attn_only - full"]
+    assert flat.ci_low <= 0 <= flat.ci_high and flat.trend == "no trend distinguishable from zero"
+
+
+def test_the_bootstrap_interval_depends_on_the_values_not_their_order():
+    a, b = [1.52, 1.48, 1.61, 1.39, 1.55], [3.31, 3.35, 2.90, 3.36, 3.10]
+    gap = analysis.welch_gap(a, b)
+    shuffled = analysis.welch_gap(a[::-1], [b[i] for i in (2, 0, 4, 1, 3)])
+    assert (gap["boot_low"], gap["boot_high"]) == (shuffled["boot_low"], shuffled["boot_high"])
+    assert gap["boot_low"] < gap["gap"] < gap["boot_high"]

@@ -133,7 +133,7 @@ points = (
     else pd.DataFrame(columns=["gap"])
 )
 trend = analysis.ladder_trend(points)
-table(trend, headers={"slope_per_decade": "slope (nats per decade)"})
+table(trend, headers={"slope_per_decade": "slope (nats per tenfold size)"})
 
 
 # %% tags=["hide-input"]
@@ -153,7 +153,7 @@ def describe(gap: str) -> str:
     if not pd.isna(fit.slope_per_decade):
         verdict += (
             f": {fit.slope_per_decade:+.3f} nats per tenfold size (95% CI"
-            f" [{fit.ci_low:+.3f}, {fit.ci_high:+.3f}], p = {fit.p:.2g})"
+            f" [{fit.slope_low:+.3f}, {fit.slope_high:+.3f}], p = {fit.p:.2g})"
         )
     return f"{name} is {values}. {verdict}."
 

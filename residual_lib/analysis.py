@@ -291,15 +291,15 @@ def ladder_trend(points: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame
     for gap, part in points.groupby("gap", sort=False):
         x, y = np.log10(part["n_params"].to_numpy(float)), part["value"].to_numpy(float)
         row = {"gap": gap, "rungs": int(part["profile"].nunique()), "points": len(part),
-               "slope_per_decade": math.nan, "ci_low": math.nan, "ci_high": math.nan, "p": math.nan,
+               "slope_per_decade": math.nan, "slope_low": math.nan, "slope_high": math.nan, "p": math.nan,
                "trend": "too few rungs or seeds"}
         if row["rungs"] >= 2 and len(part) >= 3:
             fit = stats.linregress(x, y)
             half = stats.t.ppf(0.5 + confidence / 2, len(part) - 2) * fit.stderr
-            row.update(slope_per_decade=float(fit.slope), ci_low=float(fit.slope - half),
-                       ci_high=float(fit.slope + half), p=float(fit.pvalue))
-            row["trend"] = ("no trend distinguishable from zero" if row["ci_low"] <= 0 <= row["ci_high"]
+            row.update(slope_per_decade=float(fit.slope), slope_low=float(fit.slope - half),
+                       slope_high=float(fit.slope + half), p=float(fit.pvalue))
+            row["trend"] = ("no trend distinguishable from zero" if row["slope_low"] <= 0 <= row["slope_high"]
                             else "grows with size" if fit.slope > 0 else "shrinks with size")
         rows.append(row)
-    return pd.DataFrame(rows, columns=["gap", "rungs", "points", "slope_per_decade", "ci_low", "ci_high", "p",
+    return pd.DataFrame(rows, columns=["gap", "rungs", "points", "slope_per_decade", "slope_low", "slope_high", "p",
                                        "trend"])

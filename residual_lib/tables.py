@@ -74,7 +74,8 @@ def number(value, decimals: int = 3) -> str:
 
 
 #: Pairs of bound columns shown as one "[low, high]" column, under this header.
-INTERVALS = {("ci_low", "ci_high"): "Welch 95% CI", ("boot_low", "boot_high"): "bootstrap 95% CI"}
+INTERVALS = {("ci_low", "ci_high"): "Welch 95% CI", ("boot_low", "boot_high"): "bootstrap 95% CI",
+             ("slope_low", "slope_high"): "95% t interval of the slope"}
 
 
 def _intervals(frame: pd.DataFrame, decimals: int) -> pd.DataFrame:

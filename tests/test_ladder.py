@@ -66,7 +66,7 @@ def test_ladder_trend_fits_nats_per_decade_and_needs_two_rungs():
     ])
     trend = analysis.ladder_trend(analysis.ladder_gap_points(frame)).set_index("gap")
     attn = trend.loc["attn_only - full"]
-    assert attn.slope_per_decade == pytest.approx(-0.2) and attn.ci_low < -0.2 < attn.ci_high and attn.p < 0.01
+    assert attn.slope_per_decade == pytest.approx(-0.2) and attn.slope_low < -0.2 < attn.slope_high and attn.p < 0.01
     assert (attn.rungs, attn.points) == (3, 6)
     assert attn.trend == "shrinks with size"
     assert trend.loc["ffn_only - floor"].slope_per_decade == pytest.approx(0.0, abs=1e-12)
@@ -75,7 +75,7 @@ def test_ladder_trend_fits_nats_per_decade_and_needs_two_rungs():
     noisy = frame.copy()  # the same rungs with the attn_only gap flipping sign from seed to seed
     noisy.loc[(noisy.variant == "attn_only") & (noisy.seed == 2), "final_val_loss"] -= 1.0
     flat = analysis.ladder_trend(analysis.ladder_gap_points(noisy)).set_index("gap").loc["attn_only - full"]
-    assert flat.ci_low <= 0 <= flat.ci_high and flat.trend == "no trend distinguishable from zero"
+    assert flat.slope_low <= 0 <= flat.slope_high and flat.trend == "no trend distinguishable from zero"
 
 
 def test_the_bootstrap_interval_depends_on_the_values_not_their_order():

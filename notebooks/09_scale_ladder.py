@@ -43,8 +43,8 @@ from residual_lib.profiles import get_profile, ladder
 from residual_lib.sections import notebook_records
 from residual_lib.tables import table
 
-rungs = ladder(profile)
 records = notebook_records("09_scale_ladder", globals(), skip_missing=True)
+rungs = ladder(profile)
 absent = records.attrs["missing"]
 glue("ladder_rungs", ", ".join(rungs))
 

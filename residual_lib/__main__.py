@@ -25,6 +25,7 @@ from .model import VARIANTS
 from .profiles import PROFILES, ProfileError, get_profile
 from .records import RecordError
 from .runs import PAPER_SEEDS, Run, RunError, check_variant
+from .sections import DEFAULT_PROFILE
 from .train import check_writable, resolve_device, run
 
 CLUSTERS = ("slurm", "local", "debug")
@@ -64,7 +65,8 @@ def _build_parser() -> argparse.ArgumentParser:
     w = sub.add_parser("sweep", help="train what section notebooks need, then execute them with papermill")
     w.add_argument("notebooks", nargs="*", help="notebooks/NN_section.py files")
     w.add_argument("--all", action="store_true", help="every notebook under notebooks/")
-    w.add_argument("--profile", default="smoke", help=f"one of {', '.join(PROFILES)} (default smoke)")
+    w.add_argument("--profile", default=DEFAULT_PROFILE,
+                   help=f"one of {', '.join(PROFILES)} (default {DEFAULT_PROFILE})")
     w.add_argument("--seeds", type=int, nargs="+", default=list(PAPER_SEEDS),
                    help=f"default: the paper's, {' '.join(map(str, PAPER_SEEDS))}")
     w.add_argument("--variants", nargs="+", default=None, help="variants of the central comparisons (default: all four)")

@@ -121,7 +121,7 @@ def validate_record(path: str | os.PathLike) -> dict:
     path = Path(path)
     try:
         st = path.stat()
-        stamp = (str(path.absolute()), st.st_mtime_ns, st.st_size, st.st_ino)
+        stamp = (str(path.absolute()), st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
     except OSError:
         stamp = None
     if stamp in _PARSED:
@@ -292,12 +292,25 @@ def release_claim(record: str | os.PathLike) -> None:
 class claim_run:
     """``with claim_run(record_path, wait=True) as mine:`` -- hold the run's claim for the
     block (``mine`` True), or, when another live process holds it, wait until its record
-    appears (``mine`` False) or its claim goes stale (then take it over). ``enabled=False``
-    holds nothing and yields True."""
+    appears (``mine`` False) or its claim goes stale (then take it over). With ``wait=False``
+    a run held by another process is ``mine`` False at once. A valid record found on the
+    way (made by the process that held the claim) means there is nothing left to train:
+    ``mine`` False, unless ``reuse`` is False (a forced retraining). ``enabled=False`` holds
+    nothing and yields True."""
 
-    def __init__(self, record: str | os.PathLike, wait: bool = True, enabled: bool = True, poll: float = 2.0):
-        self.record, self.wait, self.enabled, self.poll = Path(record), wait, enabled, poll
+    def __init__(self, record: str | os.PathLike, wait: bool = True, enabled: bool = True, poll: float = 2.0,
+                 reuse: bool = True):
+        self.record, self.wait, self.enabled, self.poll, self.reuse = Path(record), wait, enabled, poll, reuse
         self.held = False
+
+    def _done(self) -> bool:
+        if not (self.reuse and self.record.is_file()):
+            return False
+        try:
+            validate_record(self.record)
+            return True
+        except RecordError:
+            return False
 
     def __enter__(self) -> bool:
         if not self.enabled:
@@ -305,14 +318,13 @@ class claim_run:
         announced = False
         while True:
             if try_claim(self.record):
+                if self._done():  # the previous holder finished it and let go
+                    release_claim(self.record)
+                    return False
                 self.held = True
                 return True
-            if self.record.is_file():
-                try:
-                    validate_record(self.record)
-                    return False
-                except RecordError:
-                    pass
+            if self._done():
+                return False
             if not self.wait:
                 return False
             if not announced:

@@ -15,6 +15,7 @@ import functools
 import hashlib
 import json
 import math
+import numbers
 import os
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -102,26 +103,29 @@ class Run:
         set_ = functools.partial(object.__setattr__, self)
         set_("profile", get_profile(self.profile))
         check_variant(self.variant)
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or not 0 <= self.seed <= MAX_SEED:
+        if isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral) or not 0 <= self.seed <= MAX_SEED:
             raise RunError(f"seed must be an integer from 0 to 2^63 - 1, got {self.seed}: pass e.g. --seed 1337")
         if self.eval_mode not in EVAL_MODES:
             raise RunError(f"unknown eval mode {self.eval_mode!r}: choose one of {', '.join(EVAL_MODES)}")
-        if not (isinstance(self.gain, (int, float)) and self.gain > 0 and math.isfinite(self.gain)):
+        if not (isinstance(self.gain, numbers.Real) and self.gain > 0 and math.isfinite(self.gain)):
             raise RunError(f"gain must be a positive number, got {self.gain}: pass e.g. --gain 2.0")
-        if isinstance(self.replicate, bool) or not isinstance(self.replicate, int) or self.replicate < 0:
+        if isinstance(self.replicate, bool) or not isinstance(self.replicate, numbers.Integral) or self.replicate < 0:
             raise RunError(f"replicate must be an integer >= 0, got {self.replicate}: pass --replicate 0 or more")
-        if not (isinstance(self.init_noise, (int, float)) and self.init_noise >= 0 and math.isfinite(self.init_noise)):
+        if not (isinstance(self.init_noise, numbers.Real) and self.init_noise >= 0 and math.isfinite(self.init_noise)):
             raise RunError(f"init noise must be a finite number >= 0, got {self.init_noise}: pass e.g. "
                            "--init-noise 1e-6")
         # one spelling per value, so that equal runs compare (and hash, and key) equal
         set_("seed", int(self.seed))
+        set_("replicate", int(self.replicate))
         set_("gain", float(self.gain))
         set_("deterministic", bool(self.deterministic))
         set_("init_noise", float(self.init_noise))
 
     @classmethod
     def from_record(cls, rec: dict) -> "Run":
-        """The run a record was made by (its profile rebuilt from the record's configuration)."""
+        """The run a record was made by (its profile rebuilt from the record's configuration:
+        for a record made before a profile field was added or removed, this is today's nearest
+        run, whose key differs; :func:`record_key` hashes the configuration as stored)."""
         return cls(Profile(**rec["config"]["profile"]), rec["variant"], rec["seed"], rec["eval_mode"], rec["gain"],
                    rec["deterministic"], rec["replicate"], rec.get("init_noise") or 0.0)
 

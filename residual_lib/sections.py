@@ -1,10 +1,12 @@
 """What each section of the book needs trained, and how a notebook gets it.
 
-A notebook never trains by itself: it calls :func:`ensure` with its section name and
-parameters; :func:`plan` turns those into the list of runs the section needs; cached
-records are returned as they are and only missing ones are trained. The sweep command
-calls the same :func:`plan` to train everything up front, in parallel, before it
-executes the notebooks.
+A notebook never trains by itself: it asks for its records in one line,
+``notebook_records(section, globals())``, which reads the section's parameters from the
+notebook (a ``None`` takes the section's default: :func:`defaults`, the one place they are
+written) and calls :func:`ensure`; :func:`plan` turns them into the list of runs
+(:class:`residual_lib.runs.Run`) the section needs; cached records are returned as they are
+and only missing ones are trained. The sweep command calls the same :func:`plan` to train
+everything up front, in parallel, before it executes the notebooks.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from .profiles import get_profile, ladder
 from .records import diverged, find_record, load_records, usable
 from .runs import CENTRAL_VARIANTS, PAPER_SEEDS, Run
 from .train import obtain
+
+#: The profile a notebook run as it is, or a sweep without --profile, trains: seconds a run.
+DEFAULT_PROFILE = "smoke"
 
 
 def _central(profile, seeds, variants):
@@ -113,7 +118,7 @@ def section_name(notebook: str | os.PathLike) -> str:
     return name
 
 
-def plan(section: str, profile: str = "smoke", seeds=PAPER_SEEDS, variants=CENTRAL_VARIANTS, **params) -> list[Run]:
+def plan(section: str, profile: str = DEFAULT_PROFILE, seeds=PAPER_SEEDS, variants=CENTRAL_VARIANTS, **params) -> list[Run]:
     """The runs ``section`` needs for these parameters, without duplicates, in order."""
     get_profile(profile)  # fail early on an unknown profile
     build = PLANS[section_name(section)]
@@ -133,7 +138,7 @@ def missing(specs: list[Run], results_dir: str | os.PathLike | None = None) -> l
 
 #: The parameters every section notebook has (its ``parameters`` cell), with their defaults;
 #: a section's plan adds its own (e.g. ``gains`` for 05_confounds), defaults in its signature.
-COMMON_PARAMETERS = {"profile": "smoke", "seeds": list(PAPER_SEEDS), "variants": list(CENTRAL_VARIANTS),
+COMMON_PARAMETERS = {"profile": DEFAULT_PROFILE, "seeds": PAPER_SEEDS, "variants": CENTRAL_VARIANTS,
                      "results_dir": None, "train_missing": True, "device": "auto"}
 
 
@@ -142,7 +147,8 @@ def defaults(section: str) -> dict:
     section's defaults are written (the plan's signature and :data:`COMMON_PARAMETERS`)."""
     own = {n: p.default for n, p in inspect.signature(PLANS[section_name(section)]).parameters.items()
            if n not in ("profile", "seeds", "variants")}
-    return {**COMMON_PARAMETERS, **own}
+    # lists, fresh each time: a notebook that edits its seeds does not edit the default
+    return {n: list(v) if isinstance(v, tuple) else v for n, v in {**COMMON_PARAMETERS, **own}.items()}
 
 
 def notebook_records(section: str, namespace: dict, **options) -> pd.DataFrame:
@@ -158,7 +164,7 @@ def notebook_records(section: str, namespace: dict, **options) -> pd.DataFrame:
 
 def ensure(
     section: str,
-    profile: str = "smoke",
+    profile: str = DEFAULT_PROFILE,
     seeds=PAPER_SEEDS,
     variants=CENTRAL_VARIANTS,
     results_dir: str | os.PathLike | None = None,

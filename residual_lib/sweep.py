@@ -38,7 +38,7 @@ from .execute import execute_notebook
 from .paths import default_results_dir
 from .records import clean_stale_files, find_record, read_record, release_claim, try_claim
 from .runs import PAPER_SEEDS, Run, fuse_groups
-from .sections import missing, plan, section_name
+from .sections import DEFAULT_PROFILE, missing, plan, section_name
 
 
 @dataclass
@@ -268,7 +268,7 @@ def train_runs(
 
 def sweep(
     notebooks: list[str | os.PathLike],
-    profile: str = "smoke",
+    profile: str = DEFAULT_PROFILE,
     seeds=PAPER_SEEDS,
     variants=None,
     results_dir: str | os.PathLike | None = None,

@@ -71,6 +71,8 @@ LAYER0_PARTS = ("attn", "mlp", "ln")
 DETERMINISTIC_CPU_THREADS = 1
 #: Free space a results folder must have before a run starts (a record is ~1-5 MB).
 MIN_FREE_BYTES = 64 * 2**20
+
+
 def resolve_device(device: str = "auto") -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
@@ -573,14 +575,18 @@ def obtain(
         check_writable(folder)
         new_folders = [f for f in (folder, *folder.parents) if not f.exists()]
         try:
+            # Claims are taken without waiting, so that two processes asking for the same runs in
+            # another order cannot wait on each other; a run another process holds is waited for
+            # afterwards, holding nothing (its record appears, or its owner dies and it is ours).
             with ExitStack() as claims:
-                mine = []
-                for r in group:
-                    if claims.enter_context(claim_run(r.path(results), wait=True, enabled=claim)):
-                        mine.append(r)
-                    else:  # another process trained it meanwhile
-                        out[r] = (r.path(results), False)
+                mine = [r for r in group if claims.enter_context(claim_run(r.path(results), wait=False,
+                                                                           enabled=claim, reuse=not force))]
                 out.update(_train_and_write(mine, results, force, checkpoint_every, train_options))
+            for r in group:
+                if r not in out:
+                    with claim_run(r.path(results), wait=True, reuse=not force) as ours:
+                        out.update(_train_and_write([r], results, force, checkpoint_every, train_options)
+                                   if ours else {r: (r.path(results), False)})
         except BaseException:
             for created in new_folders:  # leave no empty folder behind a run that never started
                 try:

@@ -30,7 +30,7 @@ def canonical(record: dict) -> str:
 def migrate(path: Path) -> str:
     """``migrated``, ``current`` or the reason the file was left alone."""
     try:
-        record = validate_record(path)
+        record = dict(validate_record(path))  # a copy: validate_record's result is shared
     except RecordError as exc:
         return f"left alone: {exc.reason}"
     if record.get("schema_version", 1) >= SCHEMA_VERSION:

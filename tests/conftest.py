@@ -8,6 +8,11 @@ from pathlib import Path
 
 import pytest
 
+# Before anything imports torch: the package pins the CPU kernels' instruction set when it is
+# imported first (residual_lib/__init__.py), so the bits of a run trained in this process do not
+# depend on which test module happened to be collected first.
+import residual_lib  # noqa: F401
+
 ROOT = Path(__file__).resolve().parents[1]
 _shared = ROOT.parent / "shared" / "data"
 if "RESIDUAL_DATA_DIR" not in os.environ and _shared.is_dir():

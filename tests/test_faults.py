@@ -19,6 +19,7 @@ import torch
 
 from residual_lib.records import (BadRecordsError, RecordError, clean_stale_files, find_record, load_records,
                                   read_record, try_claim)
+from residual_lib.profiles import get_profile
 from residual_lib.runs import Run, record_path
 from residual_lib.execute import execute_notebook
 from residual_lib.sweep import train_runs
@@ -244,6 +245,40 @@ def test_two_sweeps_on_one_folder_split_the_work(tmp_path):
     assert len(list((tmp_path / "smoke").glob("*.json"))) == 4
 
 
+def test_a_group_trains_what_it_could_claim_then_waits_for_the_rest_holding_nothing(tmp_path):
+    """Claims of a group are taken without waiting: a run held by another process is waited
+    for only after the group's other runs are trained and their claims given back, so two
+    processes asking for the same runs in another order cannot wait on each other."""
+    import threading
+
+    from residual_lib.train import obtain
+
+    import socket
+
+    profile = get_profile("smoke", max_iters=20, eval_interval=10)
+    free, held = Run(profile, "full", 1), Run(profile, "ffn_only", 1)
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # a live process...
+    claim = held.path(tmp_path).with_name(f".{held.path(tmp_path).stem}.claim")
+    claim.parent.mkdir(parents=True)
+    claim.write_text(json.dumps({"pid": other.pid, "host": socket.gethostname()}))  # ... that holds this run
+
+    def other_process():  # ... and finishes it a little later
+        time.sleep(1.0)
+        run(held, tmp_path, claim=False, progress=False)
+        claim.unlink()
+
+    worker = threading.Thread(target=other_process)
+    worker.start()
+    try:
+        out = obtain([free, held], tmp_path, fuse=2, progress=False)
+    finally:
+        worker.join()
+        other.kill()
+    assert [trained for _, trained in out] == [True, False] and out[1][0] == held.path(tmp_path)
+    assert "fused_models" not in read_record(out[0][0])["provenance"]  # trained alone: it was the only one claimed
+    assert not list((tmp_path / "smoke").glob(".*.claim"))
+
+
 def test_a_claim_of_a_dead_process_is_taken_over(tmp_path):
     target = record_path(tmp_path, "smoke", "full", 1, "0" * 16)
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
@@ -268,7 +303,7 @@ def test_an_unwritable_output_fails_before_training(tmp_path, monkeypatch):
     import residual_lib.train as train_module
 
     monkeypatch.setattr("shutil.disk_usage", lambda path: shutil._ntuple_diskusage(10**9, 10**9, 2**20))
-    monkeypatch.setattr(train_module, "train", lambda *a, **k: pytest.fail("trained into a full disk"))
+    monkeypatch.setattr(train_module, "train_group", lambda *a, **k: pytest.fail("trained into a full disk"))
     with pytest.raises(train_module.RunError, match="MB free"):
         run(Run("smoke", "full", 1), tmp_path / "full-disk")
 

@@ -174,13 +174,15 @@ def test_a_parameter_left_none_takes_the_sections_default_and_the_page_sees_it(m
     monkeypatch.setattr(sections, "ensure", lambda section, **kw: asked.update(kw))
     namespace = {"profile": "cpu", "seeds": None, "gains": None, "gain_variant": "ffn_only"}
     sections.notebook_records("05_confounds", namespace)
-    assert asked["seeds"] == list(sections.PAPER_SEEDS) and asked["gains"] == (0.5, 1.0, 2.0, 4.0)
+    assert asked["seeds"] == list(sections.PAPER_SEEDS) and asked["gains"] == [0.5, 1.0, 2.0, 4.0]
     assert asked["gain_variant"] == "ffn_only" and asked["profile"] == "cpu"
-    assert namespace["gains"] == (0.5, 1.0, 2.0, 4.0) and namespace["variants"] == list(sections.CENTRAL_VARIANTS)
+    assert namespace["gains"] == [0.5, 1.0, 2.0, 4.0] and namespace["variants"] == list(sections.CENTRAL_VARIANTS)
     # what the sweep trains (plan with profile and seeds) is what the notebook then asks for
     assert plan("05_confounds", "cpu", sections.PAPER_SEEDS) == plan("05_confounds", **{
         k: v for k, v in asked.items() if k not in ("results_dir", "train_missing", "device")} | {
         "gain_variant": "attn_only"})
+    namespace["seeds"].append(9)  # a notebook that edits its seeds leaves the default alone
+    assert sections.defaults("05_confounds")["seeds"] == list(sections.PAPER_SEEDS)
 
 
 @pytest.mark.parametrize("page", [*NOTEBOOKS, ROOT / "book" / "confounds.py"], ids=lambda p: p.stem)

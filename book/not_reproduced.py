@@ -23,17 +23,13 @@ results_dir = None
 train_missing = False
 
 # %% tags=["hide-input"]
-from pathlib import Path
-
 from IPython.display import Markdown
 
 from residual_lib import scorecard
 from residual_lib.book import glue
-from residual_lib.sections import default_results_dir
 from residual_lib.tables import table
 
-results = Path(results_dir) if results_dir else default_results_dir()
-rows = scorecard.build(results, stand_in=profile)
+rows = scorecard.build(results_dir, stand_in=profile)
 failed = rows[
     rows.verdict.isin(
         ["not reproduced", "partly reproduced", "not testable here", "inconclusive"]

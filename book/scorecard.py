@@ -25,17 +25,13 @@ results_dir = None
 train_missing = False
 
 # %% tags=["hide-input"]
-from pathlib import Path
-
 from IPython.display import HTML, Markdown, display
 
 from residual_lib import scorecard
 from residual_lib.book import glue
-from residual_lib.sections import default_results_dir
 from residual_lib.tables import table as show_table
 
-results = Path(results_dir) if results_dir else default_results_dir()
-table = scorecard.build(results, stand_in=profile)
+table = scorecard.build(results_dir, stand_in=profile)
 counts = table.verdict.value_counts().reindex(scorecard.VERDICTS).dropna().astype(int)
 glue("verdict_counts", ", ".join(f"{n} {verdict}" for verdict, n in counts.items()))
 checked = table[(table.profile == profile) & (table.verdict != "not run at this scale")]
@@ -62,7 +58,7 @@ HTML(grid_html)
 # ## Scale
 
 # %% tags=["hide-input"]
-Markdown(scorecard.scale_note(results, stand_in=profile))
+Markdown(scorecard.scale_note(results_dir, stand_in=profile))
 
 # %% [markdown]
 # ## Every claim

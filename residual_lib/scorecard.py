@@ -40,6 +40,7 @@ from typing import Callable
 import pandas as pd
 
 from . import analysis, paper
+from .paths import default_results_dir
 from .records import controlled, diverged, load_records, usable
 
 FLOOR_TOL = 0.05  # nats either side of the evaluation floor: "at the floor"
@@ -489,10 +490,10 @@ def _paper_notes(rows: pd.DataFrame) -> str:
     return "; ".join(dict.fromkeys(notes))
 
 
-def scale_note(results_dir: str | Path, stand_in: str = "cpu") -> str:
+def scale_note(results_dir: str | Path | None = None, stand_in: str = "cpu") -> str:
     """One paragraph saying what the ``stand_in`` rows are: the size of its model (from its
     records) against the paper's 10M, and which claims wait for paper-scale records."""
-    records = load_records(results_dir)
+    records = load_records(results_dir or default_results_dir())
     sizes = records[(records.profile == stand_in) & (records.variant == "full")]["n_params"]
     size = f"a {sizes.max() / 1e6:.2g}M-parameter" if len(sizes) else "a small"
     missing = [p for p in PAPER_SCALE if not (records.profile == p).any()]
@@ -513,12 +514,13 @@ def _diverged_note(records: pd.DataFrame) -> str:
     return f" {len(bad)} run(s) diverged (non-finite loss) and are left out of every verdict: {runs}."
 
 
-def build(results_dir: str | Path, stand_in: str = "cpu") -> pd.DataFrame:
+def build(results_dir: str | Path | None = None, stand_in: str = "cpu") -> pd.DataFrame:
     """The scorecard: for every claim of :func:`residual_lib.paper.claims` and every profile
     of its scale (``stand_in`` being the small profile that stands in for 10M), the paper's
     values, ours, the seeds, the verdict and the rule applied. Rows come in the order of
     the claims file, then of :func:`profiles_for_scale`."""
-    records = usable(load_records(results_dir))  # a diverged run has no losses to judge (scale_note lists it)
+    # a diverged run has no losses to judge (scale_note lists it)
+    records = usable(load_records(results_dir or default_results_dir()))
     claims = paper.claims()
     rows = []
     for claim, group in claims.groupby("claim", sort=False):

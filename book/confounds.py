@@ -32,9 +32,6 @@ from residual_lib.sections import notebook_records
 from residual_lib.tables import table
 
 records = notebook_records("05_confounds", globals())
-tolerance = (
-    scorecard.GAIN_TOL
-)  # training-loss spread (nats) below which gains count as equivalent
 gain_runs, central = analysis.confound_runs(
     records, gain_variant, seeds[0], gains, variants
 )
@@ -50,16 +47,16 @@ gain_runs, central = analysis.confound_runs(
 
 # %% tags=["hide-input"]
 train = analysis.curves(gain_runs, "train")
-spread, merged_at = analysis.gain_equivalence(train, tolerance)
+spread, merged_at = analysis.gain_equivalence(train, scorecard.GAIN_TOL)
 final = gain_runs.groupby("gain")["final_val_loss"].mean()
 glue("gain_final_spread", float(final.max() - final.min()))
 glue("gain_merged_at", merged_at if merged_at is not None else "never")
 plots.show(
-    plots.gain_curves(train, spread, tolerance),
+    plots.gain_curves(train, spread, scorecard.GAIN_TOL),
     "fig-confound-gain",
     f"Training loss of `{gain_variant}` (seed {seeds[0]}) under each constant gain g "
     "(top) and the spread across gains at each logged step, log scale (bottom; dashed: "
-    f"the {tolerance}-nat tolerance).",
+    f"the {scorecard.GAIN_TOL}-nat tolerance).",
     "Two stacked line charts against training step: training loss in nats per gain, and"
     " the max minus min across gains on a log scale with a dashed tolerance line.",
 )

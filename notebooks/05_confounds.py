@@ -37,9 +37,6 @@ from residual_lib.sections import notebook_records
 from residual_lib.tables import table
 
 records = notebook_records("05_confounds", globals())
-tolerance = (
-    scorecard.GAIN_TOL
-)  # training-loss spread (nats) below which gains count as equivalent
 gain_runs, central = analysis.confound_runs(
     records, gain_variant, seeds[0], gains, variants
 )
@@ -57,7 +54,7 @@ paper.section_view(5)
 
 # %%
 train = analysis.curves(gain_runs, "train")
-spread, merged_at = analysis.gain_equivalence(train, tolerance)
+spread, merged_at = analysis.gain_equivalence(train, scorecard.GAIN_TOL)
 gain_table = gain_runs.set_index("gain")[
     ["final_val_loss", "best_val_loss"]
 ].sort_index()
@@ -68,21 +65,21 @@ steps = int(gain_runs.steps.iloc[0])
 final_spread = gain_table.final_val_loss.max() - gain_table.final_val_loss.min()
 Markdown(
     (
-        f"The training-loss spread across gains stays below {tolerance} nats from step "
-        f"{merged_at:,} of {steps:,}"
+        f"The training-loss spread across gains stays below {scorecard.GAIN_TOL} nats"
+        f" from step {merged_at:,} of {steps:,}"
         if merged_at is not None
-        else f"The spread across gains never stays below {tolerance} nats"
+        else f"The spread across gains never stays below {scorecard.GAIN_TOL} nats"
     )
     + f"; the final validation losses differ by {final_spread:.4f} nats."
 )
 
 # %%
 plots.show(
-    plots.gain_curves(train, spread, tolerance),
+    plots.gain_curves(train, spread, scorecard.GAIN_TOL),
     "fig-gain-curves",
     f"Training loss of `{gain_variant}` (seed {seeds[0]}) with a constant gain g on"
     " every sublayer output (top), and the spread across gains at each logged step,"
-    f" log scale (bottom; the dashed line is the {tolerance}-nat tolerance).",
+    f" log scale (bottom; the dashed line is the {scorecard.GAIN_TOL}-nat tolerance).",
     "Two stacked line charts against training step: training loss in nats per gain, and"
     " the max minus min across gains on a log scale with a dashed tolerance line.",
 )

@@ -2,8 +2,9 @@
 
 A run is identified by its *key*, a hash of everything that determines its result
 (:class:`residual_lib.runs.Run`: the profile's fields, variant, seed, evaluation mode,
-gain, determinism, a replicate index and an initial-weight perturbation). The device is recorded under ``provenance`` but
-is not part of the key, so records made on a GPU answer the same request made on a CPU.
+gain, determinism, a replicate index and an initial-weight perturbation). The device is
+recorded under ``provenance`` but is not part of the key, so records made on a GPU answer
+the same request made on a CPU.
 
 Records live at ``<results>/<profile>/<variant>_seed<seed>_<key>.json``.
 

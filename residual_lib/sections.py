@@ -118,7 +118,8 @@ def section_name(notebook: str | os.PathLike) -> str:
     return name
 
 
-def plan(section: str, profile: str = DEFAULT_PROFILE, seeds=PAPER_SEEDS, variants=CENTRAL_VARIANTS, **params) -> list[Run]:
+def plan(section: str, profile: str = DEFAULT_PROFILE, seeds=PAPER_SEEDS, variants=CENTRAL_VARIANTS,
+         **params) -> list[Run]:
     """The runs ``section`` needs for these parameters, without duplicates, in order."""
     get_profile(profile)  # fail early on an unknown profile
     build = PLANS[section_name(section)]
@@ -181,19 +182,22 @@ def ensure(
     record are listed in the frame's ``attrs["missing"]``."""
     results = Path(results_dir) if results_dir else default_results_dir()
     specs = plan(section, profile, seeds, variants, **params)
-    absent = missing(specs, results)
-    if absent and not train_missing:
-        if not skip_missing:
+    if train_missing:
+        paths, absent = [path for path, _ in obtain(specs, results, device=device)], []
+    else:
+        found = {spec: find_record(results, spec.profile.name, spec.key) for spec in specs}
+        absent = [spec for spec, path in found.items() if path is None]
+        if absent and not skip_missing:
             raise FileNotFoundError(
                 f"{len(absent)} run record(s) missing under {results} (first: {absent[0].label()}): "
                 f"run `python -m residual_lib sweep notebooks/{section_name(section)}.py --profile {profile}`"
             )
-        specs = [s for s in specs if s not in set(absent)]
-    frame = load_records([path for path, _ in obtain(specs, results, device=device)])
+        paths = [path for path in found.values() if path is not None]
+    frame = load_records(paths)
     # a diverged run has no losses to average: the pages list it (attrs["diverged"]) instead
     out = usable(frame).reset_index(drop=True)
     out.attrs["diverged"] = [f"{r.profile} {r.variant} seed {r.seed} (key {r.key})"
                              for r in diverged(frame).itertuples()]
-    out.attrs["missing"] = absent if skip_missing and not train_missing else []  # the runs left out
+    out.attrs["missing"] = absent  # the runs left out (skip_missing)
     out.attrs["profile"], out.attrs["results_dir"] = profile, str(results)  # what the page shows
     return out

@@ -32,12 +32,10 @@ previous settings.
 ``deterministic=False`` leaves PyTorch free to use non-deterministic kernels
 (atomics in CUDA backward passes) and the process's thread count.
 
-Checkpoints (:mod:`residual_lib.checkpoint`). Long runs (the paper profiles: :data:`CHECKPOINT_EVERY`; any run with
-``checkpoint_every``) save their whole state every N steps -- weights, optimiser, the data
-order's and the evaluation batches' generators, torch's RNG (dropout), the curves so far --
-atomically under ``<results>/<profile>/.checkpoints/``. A killed run started again resumes
-from its last checkpoint and ends bitwise identical to an uninterrupted one; the
-checkpoint is deleted once the record is written.
+Checkpoints (:mod:`residual_lib.checkpoint`). Long runs (the paper profiles:
+:data:`CHECKPOINT_EVERY`; any run with ``checkpoint_every``) save their whole state every N
+steps. A killed run started again resumes from its last checkpoint and ends bitwise
+identical to an uninterrupted one; the checkpoint is deleted once the record is written.
 
 Divergence. A run whose training or validation loss becomes non-finite stops at the next
 logged step; its record has ``status: "diverged"``, the step, and null losses, and the
@@ -58,10 +56,10 @@ import torch
 
 from . import diagnostics
 from .data import ValidationSet, eval_floor, fixed_val_batches, get_batch, load_corpus
-from .model import GPTConfig, ResidualGPT
-from .profiles import Profile
-from .paths import default_results_dir
 from .checkpoint import CHECKPOINT_EVERY, checkpoint_path, load_checkpoint, save_checkpoint
+from .model import GPTConfig, ResidualGPT
+from .paths import default_results_dir
+from .profiles import Profile
 from .records import claim_run, clean_stale_files, code_version, find_record, make_record, provenance, write_record
 from .runs import Run, RunError, fuse_groups
 

@@ -22,15 +22,23 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-# variant name -> (attn_residual, ffn_residual, mixer)
-VARIANTS: dict[str, tuple[bool, bool, bool]] = {
-    "full": (True, True, False),
-    "attn_only": (True, False, False),  # FFN residual removed
-    "ffn_only": (False, True, False),  # attention residual removed
-    "no_residual": (False, False, False),
+#: The sublayer in the attention slot of every block: attention, the position-blind
+#: mixer, or a per-position MLP (no path between positions).
+TOKEN_SUBLAYERS = ("attention", "mixer", "pointwise")
+
+# variant name -> (attn_residual, ffn_residual, sublayer in the attention slot)
+VARIANTS: dict[str, tuple[bool, bool, str]] = {
+    "full": (True, True, "attention"),
+    "attn_only": (True, False, "attention"),  # FFN residual removed
+    "ffn_only": (False, True, "attention"),  # attention residual removed
+    "no_residual": (False, False, "attention"),
     # The paper's section 7 test: AttnOnly's layout with attention replaced by a
     # position-blind token mixer (see CausalMeanMixer).
-    "mixer": (True, False, True),
+    "mixer": (True, False, "mixer"),
+    # Its control: the mixer without the running mean, so the same parameters with no
+    # path between positions (see PointwiseMLP). What it closes of the FFNOnly-AttnOnly
+    # gap, the mixer's mixing cannot claim.
+    "pointwise": (True, False, "pointwise"),
 }
 
 
@@ -54,14 +62,16 @@ class GPTConfig(Shape):
     attn_residual: bool = True
     ffn_residual: bool = True
     mixer: bool = False
+    pointwise: bool = False
     gain: float = 1.0
 
     @classmethod
     def for_variant(cls, variant: str, **kwargs) -> "GPTConfig":
         if variant not in VARIANTS:
             raise ValueError(f"unknown variant {variant!r}: choose one of {', '.join(VARIANTS)}")
-        attn_residual, ffn_residual, mixer = VARIANTS[variant]
-        return cls(attn_residual=attn_residual, ffn_residual=ffn_residual, mixer=mixer, **kwargs)
+        attn_residual, ffn_residual, sublayer = VARIANTS[variant]
+        return cls(attn_residual=attn_residual, ffn_residual=ffn_residual, mixer=sublayer == "mixer",
+                   pointwise=sublayer == "pointwise", **kwargs)
 
     @classmethod
     def for_profile(cls, profile: Shape, variant: str, **kwargs) -> "GPTConfig":
@@ -69,7 +79,10 @@ class GPTConfig(Shape):
         return cls.for_variant(variant, **{f.name: getattr(profile, f.name) for f in fields(Shape)}, **kwargs)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        if not self.pointwise:
+            del out["pointwise"]  # as records made before the field existed store it
+        return out
 
 
 class CausalSelfAttention(nn.Module):
@@ -159,6 +172,32 @@ class CausalMeanMixer(nn.Module):
         return w.expand(B, 1, T, T)
 
 
+class PointwiseMLP(CausalMeanMixer):
+    """The mixer's control (the ``pointwise`` variant): the same three C x C layers,
+    ``out_t = dropout(c_proj(W2 GELU(W1 x_t)))``, without the running mean, so that
+    position ``t`` sees only its own token. The same parameter count as the mixer
+    (attention has one C x C matrix more), and no cross-position path at all: whatever
+    part of the FFNOnly-AttnOnly gap this closes is capacity, not mixing."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.resid_dropout(self.c_proj(self.fc2(F.gelu(self.fc1(x)))))
+
+    @torch.no_grad()
+    def attention_probs(self, x: torch.Tensor) -> torch.Tensor:
+        """The identity: each position reads only itself (``alpha_tt = 1``)."""
+        B, T, _ = x.shape
+        return torch.eye(T, device=x.device).expand(B, 1, T, T)
+
+
+def token_sublayer(config: GPTConfig) -> nn.Module:
+    """The module in a block's attention slot (see :data:`TOKEN_SUBLAYERS`)."""
+    if config.mixer:
+        return CausalMeanMixer(config)
+    if config.pointwise:
+        return PointwiseMLP(config)
+    return CausalSelfAttention(config)
+
+
 class MLP(nn.Module):
     def __init__(self, config: GPTConfig):
         super().__init__()
@@ -177,7 +216,7 @@ class Block(nn.Module):
         self.attn_residual = config.attn_residual
         self.ffn_residual = config.ffn_residual
         self.ln_1 = nn.LayerNorm(config.n_embd, bias=config.bias)
-        self.attn = CausalMeanMixer(config) if config.mixer else CausalSelfAttention(config)
+        self.attn = token_sublayer(config)
         self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
         self.mlp = MLP(config)
         # A constant, not a parameter: the paper's runtime gain multiplies each

@@ -10,6 +10,10 @@ evaluation mode and gain.
 * ``ladder-0.1m``, ``ladder-0.3m`` -- the ``cpu`` profile at widths 48 and 80 (about
   0.12M and 0.32M parameters): with ``cpu`` (0.8M) the three rungs of the scale ladder,
   a study the paper does not have (:data:`LADDERS`).
+* ``ladder-3m``, ``ladder-10m`` -- the ladder's recipe at width 256 (about 3.2M
+  parameters) and at the paper-10m shape (6 layers, 6 heads, width 384: about 10.7M), the
+  rungs that carry the ladder to the paper's own width and depth; 20 and 70 minutes a run
+  on one core.
 * ``cpu-dropout``, ``cpu-long`` -- ``cpu`` with dropout 0.2 (nanoGPT's ``shakespeare_char``
   setting, which ``paper-10m`` follows; the summary does not state the paper's dropout) and
   with 6,000 steps (three times the budget, cosine decay over all of it): the FFNOnly
@@ -124,6 +128,12 @@ PROFILES["cpu-dropout"] = replace(PROFILES["cpu"], name="cpu-dropout", dropout=0
 PROFILES["cpu-long"] = replace(PROFILES["cpu"], name="cpu-long", max_iters=6000)
 PROFILES["smoke-dropout"] = replace(PROFILES["smoke"], name="smoke-dropout", dropout=0.2)
 PROFILES["smoke-long"] = replace(PROFILES["smoke"], name="smoke-long", max_iters=450)
+
+# The ladder's top rungs, towards the paper's model at the ladder's budget (2,000 steps of
+# 32 x 64 tokens): width 256 (about 3.2M parameters), and the paper-10m shape itself
+# (6 layers, 6 heads, width 384: about 10.7M) with the ladder's context, batch and steps.
+PROFILES["ladder-3m"] = replace(PROFILES["cpu"], name="ladder-3m", n_embd=256)
+PROFILES["ladder-10m"] = replace(PROFILES["cpu"], name="ladder-10m", n_layer=6, n_head=6, n_embd=384)
 
 PROFILES["smoke-ladder-s"] = replace(PROFILES["smoke"], name="smoke-ladder-s", n_embd=12)
 PROFILES["smoke-ladder-m"] = replace(PROFILES["smoke"], name="smoke-ladder-m", n_embd=20)

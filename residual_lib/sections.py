@@ -65,6 +65,10 @@ ESCAPE_PROFILES: dict[str, dict[str, str]] = {
     "cpu": {"dropout 0.2": "cpu-dropout", "6,000 steps": "cpu-long"},
     "smoke": {"dropout 0.2": "smoke-dropout", "6,000 steps": "smoke-long"},
 }
+#: The FFNOnly escape rate's seeds, fixed before any of their runs was trained: the five
+#: seeds of the central sweep, then the first fifteen positive integers not among them.
+ESCAPE_RATE_SEEDS = (1337, 42, 123, 7, 8, *[s for s in range(1, 18) if s not in (7, 8)])
+assert len(ESCAPE_RATE_SEEDS) == 20 and len(set(ESCAPE_RATE_SEEDS)) == 20
 #: The relative size of the initial-weight perturbation that asks whether an escape is a
 #: property of the seed or of rounding (:func:`residual_lib.train.perturb_init`).
 ESCAPE_INIT_NOISE = 1e-6

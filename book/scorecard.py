@@ -29,9 +29,15 @@ from IPython.display import HTML, Markdown, display
 
 from residual_lib import scorecard
 from residual_lib.book import glue
+from residual_lib.paths import default_results_dir
+from residual_lib.records import load_records
 from residual_lib.tables import table as show_table
 
-table = scorecard.build(results_dir, stand_in=profile)
+records = load_records(results_dir or default_results_dir())
+table = scorecard.build(stand_in=profile, records=records)
+sensitivity = scorecard.sensitivity(stand_in=profile, records=records, table=table)
+fragile = scorecard.fragile(sensitivity)
+glue("n_fragile", len(fragile))
 counts = table.verdict.value_counts().reindex(scorecard.VERDICTS).dropna().astype(int)
 glue("verdict_counts", ", ".join(f"{n} {verdict}" for verdict, n in counts.items()))
 checked = table[(table.profile == profile) & (table.verdict != "not run at this scale")]
@@ -41,7 +47,9 @@ glue("verdict_counts_here", counts_text)
 glue("n_rows", len(table))
 glue("n_rows_here", len(checked))
 glue("stand_in", profile)
-grid_html = scorecard.grid_html(scorecard.grid(table, stand_in=profile))
+grid_html = scorecard.grid_html(
+    scorecard.grid(table, stand_in=profile), fragile_cells=fragile
+)
 glue("verdict_grid", HTML(grid_html), display=False)  # also shown on the introduction
 n_claims = table.claim.nunique()
 others = n_claims - len(checked)
@@ -68,6 +76,28 @@ Markdown(scorecard.scale_note(results_dir, stand_in=profile))
 
 # %% tags=["hide-input"]
 HTML(scorecard.claims_html(table))
+
+# %% [markdown]
+# ## How much the verdicts depend on the thresholds
+#
+# Every rule compares a number with a threshold. Each threshold below was tried at a lower
+# and a higher plausible value, and every verdict recomputed from the same records; a cell
+# of the grid marked *fragile* changes at one of them. The last column says when each
+# threshold took its present value, against when the stand-in records it judges were made.
+
+# %% tags=["hide-input"]
+n_fragile = len(fragile)
+several = n_fragile > 1
+Markdown(
+    "No verdict changes at any of the alternatives."
+    if not n_fragile
+    else f"{n_fragile} verdict{'s change' if several else ' changes'} at one of the"
+    f" alternatives and {'are' if several else 'is'} marked fragile on the grid:"
+    " the claim's outcome there rests on where the line is drawn."
+)
+
+# %% tags=["hide-input"]
+show_table(scorecard.threshold_table(sensitivity, records, stand_in=profile))
 
 # %% [markdown]
 # ## Verdict counts

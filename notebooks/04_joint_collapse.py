@@ -150,13 +150,15 @@ Markdown(
 )
 
 # %%
-train = analysis.curves(records, "train")
+train = analysis.curves(central, "train")
+central_seeds = ", ".join(map(str, sorted(set(central.seed))))
 plots.show(
     plots.layer0_gradients(train, marker_step=int(layer0["from_step"].iloc[0])),
     "fig-layer0-gradients",
-    "Gradient norm of the first transformer block before clipping, log scale (mean over"
-    " seeds, band ±1 std). The dotted line marks 6% of training, from where the medians"
-    " above are taken.",
+    "Gradient norm of the first transformer block before clipping, log scale: one line"
+    f" per run, the controlled runs of every seed ({central_seeds}), whose medians the"
+    " table above gives. The dotted line marks 6% of training, from"
+    " where those medians are taken.",
     "Line chart, log-scale y axis, of the block-0 gradient norm against training step"
     " per variant, with a dotted vertical line at 6% of training.",
 )

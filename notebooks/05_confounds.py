@@ -11,8 +11,10 @@
 # %% [markdown]
 # # 5 · Challenging the observation: measurement confounds
 #
-# **The paper's claims.** (a) A runtime gain `g` multiplying each sublayer's output seemed to
-# rescue AttnOnly, but AdamW compensates any constant multiplicative reparameterization
+# **The paper's claims.** (a) A runtime gain `g` seemed to rescue AttnOnly (here `g`
+# multiplies each sublayer's output: this book's reading of the paper's "runtime gain
+# scaling", whose place the summary does not give), but AdamW compensates any constant
+# multiplicative reparameterization
 # within a few hundred steps, so all tested gains are functionally equivalent. (b) nanoGPT's
 # randomly sampled validation batches are noisy enough to confound comparisons; the
 # controlled runs use batches fixed once with seed 99,991. (c) Representation drift is

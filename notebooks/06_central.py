@@ -25,14 +25,19 @@ variants = None
 device = "auto"
 results_dir = None
 train_missing = True
+dropout_twin = None
 
 # %%
+from IPython.display import Markdown
+
 from residual_lib import analysis, paper, plots, scorecard
 from residual_lib.book import glue
 from residual_lib.sections import notebook_records
 from residual_lib.tables import table
 
-records = notebook_records("06_central", globals())
+everything = notebook_records("06_central", globals())
+records = everything[everything.profile == profile]  # the dropout twin's runs: below
+records.attrs = everything.attrs
 floor = records["eval_floor"].iloc[
     0
 ]  # the unigram floor of the fixed evaluation batches
@@ -122,3 +127,26 @@ table(
     index="difference",
     headers={"gap": "gap (nats)", "n_a": "seeds (a)", "n_b": "seeds (b)"},
 )
+
+# %% [markdown]
+# ## With dropout 0.2
+#
+# The same sweep again with dropout 0.2, the setting of nanoGPT's `shakespeare_char` recipe,
+# which the `paper-10m` profile follows (`cpu` follows nanoGPT's CPU recipe, which has no
+# dropout). The scorecard judges every claim this sweep decides at both.
+
+# %% tags=["hide-input"]
+twin_runs = everything[everything.profile != profile]
+both = analysis.profile_comparison(everything)
+(
+    table(
+        both,
+        index="variant",
+        caption="Final validation loss (nats), mean ± std over seeds",
+    )
+    if len(twin_runs)
+    else Markdown("No records with dropout at this profile yet.")
+)
+
+# %% tags=["hide-input"]
+Markdown(analysis.profile_comparison_text(everything, profile))

@@ -8,15 +8,18 @@
     python -m residual_lib device-check [--device cuda] [--checks NAME ...] [--json PATH]
     python -m residual_lib book [--profile cpu] [--skip-bad]
     python -m residual_lib summary [--results DIR] [--profile cpu] [--skip-bad]
+    python -m residual_lib verify RECORD.json [RECORD.json ...] [--quiet]
 
 ``train`` prints the record's path as its last line (reusing an existing record with
 the same key unless ``--force``). Bad input ends with one line on stderr naming the
-fix and exit status 2; nothing is written.
+fix and exit status 2; nothing is written. ``verify`` retrains each record's run in a scratch
+folder and exits 1 if any differs from its record (:mod:`residual_lib.verify`).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 
@@ -118,6 +121,11 @@ def _build_parser() -> argparse.ArgumentParser:
     s.add_argument("--all-conditions", action="store_true",
                    help="one row per condition (evaluation mode, gain, determinism) instead of the "
                         "controlled runs only")
+
+    v = sub.add_parser("verify", help="retrain the runs of committed records and compare them bitwise; write "
+                                      "a certificate beside each (<results>/<profile>/verified/)")
+    v.add_argument("records", nargs="+", metavar="RECORD", help="run record files (results/<profile>/*.json)")
+    v.add_argument("--quiet", action="store_true", help="no progress output while retraining")
     return parser
 
 
@@ -293,6 +301,39 @@ def _book(args) -> int:
     return 0
 
 
+def _verify(args) -> int:
+    from pathlib import Path
+
+    from .verify import rerunnable, verify_record
+
+    for name in args.records:  # every path checked before anything is retrained
+        if not Path(name).is_file():
+            raise RunError(f"{name} is not a file: pass run record files, e.g. results/smoke/<variant>_seed<seed>_"
+                           "<key>.json")
+        try:
+            rerunnable(name)
+        except RecordError as exc:
+            raise RunError(f"{exc}: pass a run record as train wrote it, under results/<profile>/") from None
+
+    def commit(sha, dirty) -> str:
+        return f"{sha[:7]}{'+dirty' if dirty else ''}" if sha else "an unknown commit"
+
+    differ = 0
+    for name in args.records:
+        cert = verify_record(name, progress=False if args.quiet else None)
+        when = (f"recorded at {commit(cert['record_commit'], cert['record_dirty'])}, rerun at "
+                f"{commit(cert['rerun_commit'], cert['rerun_dirty'])}")
+        if cert["equal"]:
+            final = cert["final_val_loss"]
+            print(f"{name}: bitwise equal to the record ({when}): final val "
+                  f"{'null (diverged)' if final is None else repr(final)}")
+        else:
+            first, differ = cert["first_difference"], differ + 1
+            print(f"{name}: DIFFERS from the record ({when}) first at {first['field']}: recorded "
+                  f"{json.dumps(first['recorded'])[:80]}, rerun {json.dumps(first['rerun'])[:80]}")
+    return 1 if differ else 0
+
+
 def _terminate(signum, frame):
     raise KeyboardInterrupt  # SIGTERM (timeout, schedulers) stops as cleanly as Ctrl-C
 
@@ -302,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         return {"train": _train, "sweep": _sweep, "bench": _bench, "book": _book, "summary": _summary,
-                "device-check": _device_check}[args.command](args)
+                "device-check": _device_check, "verify": _verify}[args.command](args)
     except (RunError, ProfileError, DataError, RecordError) as exc:
         print(f"python -m residual_lib: error: {exc}", file=sys.stderr)
         return 2

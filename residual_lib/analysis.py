@@ -99,6 +99,40 @@ def growth_definitions(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["variant", "seed", "definition", "value"])
 
 
+DRIFT_DEFINITION = "drift |h_L - h_1| / |h_1|, end"
+
+
+def growth_vs_paper(frame: pd.DataFrame, tolerance: float | None = None) -> pd.DataFrame:
+    """Our hidden-norm growth and drift beside the paper's figures (claim ``hidden_norm_growth``
+    of ``paper_claims.csv``): one row per variant of ``frame`` the paper gives a figure for
+    and per definition of :func:`growth_definitions` that figure can be compared with, the
+    drift definition with the paper's representation drift and every growth definition with
+    its hidden-norm growth. Columns ``variant``, ``definition``, ``ours`` (mean over seeds),
+    ``seeds``, ``paper`` and ``relative_difference`` ``(ours − paper) / paper``; with a
+    ``tolerance``, ``agrees`` (the relative difference within it in size)."""
+    from .paper import claims
+
+    rows = claims()
+    rows = rows[rows.claim == "hidden_norm_growth"]
+    figures = {(r.variant, r.quantity): float(r.value) for r in rows.itertuples()}
+    values = growth_definitions(frame)
+    means = values.groupby(["variant", "definition"], sort=False)["value"].agg(["mean", "count"])
+    out = []
+    for variant in variant_order(values):
+        for definition in [DRIFT_DEFINITION, *GROWTH_DEFINITIONS]:
+            quantity = "representation_drift" if definition == DRIFT_DEFINITION else "hidden_norm_growth"
+            paper = figures.get((variant, quantity))
+            if paper is None or (variant, definition) not in means.index:
+                continue
+            ours, seeds = means.loc[(variant, definition)]
+            out.append({"variant": variant, "definition": definition, "ours": float(ours), "seeds": int(seeds),
+                        "paper": paper, "relative_difference": (float(ours) - paper) / paper})
+    table = pd.DataFrame(out, columns=["variant", "definition", "ours", "seeds", "paper", "relative_difference"])
+    if tolerance is not None:
+        table["agrees"] = table["relative_difference"].abs() <= tolerance
+    return table
+
+
 def uniform_causal_alpha(block_size: int) -> float:
     """``alpha_tt`` of attention spread evenly over the causal window, averaged over
     positions ``t >= 1`` as :func:`residual_lib.diagnostics.attention_diagonal_mass` does."""
@@ -146,6 +180,111 @@ def escapes(frame: pd.DataFrame, tolerance: float) -> pd.DataFrame:
                      "escape_step": step, "path": row["path"]})
     return pd.DataFrame(rows, columns=["key", "profile", "variant", "seed", "gain", "init_noise", "replicate",
                                        "final_val_loss", "below_floor", "escaped", "escape_step", "path"])
+
+
+def escape_rate(escaped: int, runs: int, confidence: float = 0.95) -> dict:
+    """The share of ``runs`` that escaped, with its exact (Clopper-Pearson) interval."""
+    from scipy import stats
+
+    if runs == 0:
+        return {"escaped": 0, "runs": 0, "rate": math.nan, "low": math.nan, "high": math.nan}
+    ci = stats.binomtest(int(escaped), int(runs)).proportion_ci(confidence, method="exact")
+    return {"escaped": int(escaped), "runs": int(runs), "rate": escaped / runs, "low": float(ci.low),
+            "high": float(ci.high)}
+
+
+def escape_rates(runs: pd.DataFrame, thresholds, by: str = "setting", confidence: float = 0.95) -> pd.DataFrame:
+    """Per value of ``by`` and threshold (nats below the floor): how many runs of ``runs``
+    (rows of :func:`escapes`) end further below their floor than the threshold, the rate and
+    its Clopper-Pearson interval; with, per threshold, Fisher's exact test between the first
+    two values of ``by`` (two-sided p)."""
+    from scipy import stats
+
+    rows = []
+    groups = list(dict.fromkeys(runs[by]))
+    for t in thresholds:
+        counts = {}
+        for g in groups:
+            part = runs[runs[by] == g]
+            k = int((part.below_floor > t).sum())
+            counts[g] = (k, len(part))
+            rows.append({by: g, "threshold": t, **escape_rate(k, len(part), confidence)})
+        if len(groups) >= 2:
+            (k1, n1), (k2, n2) = counts[groups[0]], counts[groups[1]]
+            p = stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]]).pvalue if n1 and n2 else math.nan
+            for row in rows[-len(groups):]:
+                row["fisher_p"] = float(p)
+    return pd.DataFrame(rows)
+
+
+def p_text(p: float) -> str:
+    """A p-value as the book writes it: three decimals, or a power of ten below 0.001."""
+    if math.isnan(p):
+        return "—"
+    if p >= 0.001:
+        return f"{p:.3f}"
+    mantissa, exponent = f"{p:.1e}".split("e")
+    return f"{mantissa}×10{''.join('⁰¹²³⁴⁵⁶⁷⁸⁹'[int(d)] if d.isdigit() else '⁻' for d in str(int(exponent)))}"
+
+
+def escape_rate_text(rates: pd.DataFrame, line: float) -> str:
+    """The escape rates of :func:`escape_rates` (``setting`` column) in sentences: the rate
+    and interval per setting at ``line``, Fisher's test between the settings, and whether
+    the other lines tell the same story."""
+    if rates.empty:
+        return "No escape-rate records at this profile yet."
+    main = rates[np.isclose(rates.threshold, line)]
+
+    def one(r) -> str:
+        return (f"{r.escaped} of {r.runs} run{'' if r.runs == 1 else 's'} ({r.rate:.0%}; 95% interval "
+                f"{r.low:.0%} to {r.high:.0%})")
+
+    rows = list(main.itertuples())
+    text = f"At `{rows[0].setting}`, FFNOnly ends more than {line:g} nats below the floor in {one(rows[0])}"
+    text += "".join(f"; at `{r.setting}`, in {one(r)}" for r in rows[1:]) + "."
+    if "fisher_p" in main and len(main) >= 2:
+        text += (f" Fisher's exact test of the two settings gives p = {p_text(float(main.fisher_p.iloc[0]))} "
+                 f"at that line.")
+        others = rates[~np.isclose(rates.threshold, line)]
+        if len(others) and "fisher_p" in others:
+            sides = [f"{t:g} nats: " + ", ".join(f"{r.escaped} of {r.runs}" for r in part.itertuples())
+                     + f" (p = {p_text(float(part.fisher_p.iloc[0]))})" for t, part in others.groupby("threshold")]
+            text += " At the other lines the counts are " + "; ".join(sides) + "."
+    return text
+
+
+def profile_comparison(frame: pd.DataFrame, value: str = "final_val_loss") -> pd.DataFrame:
+    """Mean ± std of ``value`` per variant (rows) and profile (columns, in the frame's order),
+    with the number of seeds, as text."""
+    cells = {}
+    for profile, part in frame.groupby("profile", sort=False):
+        stats_ = part.groupby("variant")[value].agg(["mean", "std", "count"])
+        cells[profile] = {v: (f"{r['mean']:.3f} ± {r['std']:.3f}" if r["count"] > 1 else f"{r['mean']:.3f}")
+                          + f" ({int(r['count'])} seed{'s' if r['count'] > 1 else ''})" for v, r in stats_.iterrows()}
+    out = pd.DataFrame(cells)
+    return out.reindex(variant_order(frame)).fillna("—")
+
+
+def profile_comparison_text(frame: pd.DataFrame, profile: str, value: str = "final_val_loss") -> str:
+    """Sentences comparing each variant's mean ``value`` at ``profile`` with the other
+    profile of ``frame`` (the dropout twin), over the seeds both have."""
+    others = [p for p in dict.fromkeys(frame.profile) if p != profile]
+    if not others:
+        return ""
+    twin = others[0]
+    wide = frame.pivot_table(index=["variant", "seed"], columns="profile", values=value).dropna()
+    if wide.empty:
+        return f"No `{twin}` run shares a seed with `{profile}` yet."
+    parts = []
+    for variant in variant_order(wide.reset_index()):
+        pair = wide.loc[variant]
+        diff = float((pair[twin] - pair[profile]).mean())
+        parts.append(f"{variant} {pair[twin].mean():.3f} against {pair[profile].mean():.3f} "
+                     f"({'+' if diff >= 0 else '−'}{abs(diff):.3f}, {len(pair)} seed{'s' if len(pair) > 1 else ''})")
+    floor = frame[frame.profile == twin]["eval_floor"]
+    return (f"Over the seeds both profiles have, the final losses with dropout (`{twin}`) against without "
+            f"(`{profile}`) are: " + "; ".join(parts) + "."
+            + (f" Both are measured on the same fixed batches, whose floor is {floor.iloc[0]:.3f}." if len(floor) else ""))
 
 
 def gain_equivalence(curve: pd.DataFrame, tolerance: float, value: str = "loss") -> tuple[pd.DataFrame, int | None]:
@@ -241,6 +380,54 @@ def gap_table(frame: pd.DataFrame, pairs, value: str = "final_val_loss") -> pd.D
         if len(xa) and len(xb):
             rows.append({"comparison": f"{a} − {b}", **welch_gap(xa, xb)})
     return pd.DataFrame(rows).set_index("comparison") if rows else pd.DataFrame()
+
+
+#: The shares :func:`mixer_shares` reports: name -> (minuend, subtrahend) of the numerator,
+#: over the gap ``ffn_only − attn_only``.
+MIXER_SHARES = {"mixer": ("ffn_only", "mixer"), "pointwise": ("ffn_only", "pointwise"),
+                "mixing": ("pointwise", "mixer")}
+
+
+def mixer_shares(frame: pd.DataFrame, value: str = "final_val_loss", confidence: float = 0.95) -> dict:
+    """The mixer test as shares of the gap ``ffn_only − attn_only`` (means over seeds,
+    ``gap``): what the mixer closes, ``mixer = (ffn_only − mixer) / gap``; what its no-mixing
+    control closes, ``pointwise = (ffn_only − pointwise) / gap``; and what cross-position
+    mixing closes beyond the control, ``mixing = (pointwise − mixer) / gap`` (the first minus
+    the second). Each share has a percentile bootstrap interval (``<share>_low``,
+    ``<share>_high``) that resamples every variant's seeds independently (scipy, 2,000
+    resamples, seeded, samples sorted as in :func:`welch_gap`) when each variant it needs has
+    at least two seeds; the gap has :func:`welch_gap`'s intervals (``gap_ci_low``,
+    ``gap_ci_high``, ``gap_boot_low``, ``gap_boot_high``). A share whose variants lack records
+    is NaN. ``n_<variant>``: the seeds of each variant."""
+    from scipy import stats
+
+    names = ("attn_only", "ffn_only", "mixer", "pointwise")
+    samples = {v: np.sort(frame.loc[frame.variant == v, value].dropna().to_numpy(float)) for v in names}
+    out: dict = {f"n_{v}": len(x) for v, x in samples.items()}
+    out.update(gap=math.nan, gap_ci_low=math.nan, gap_ci_high=math.nan, gap_boot_low=math.nan,
+               gap_boot_high=math.nan)
+    for share in MIXER_SHARES:
+        out.update({share: math.nan, f"{share}_low": math.nan, f"{share}_high": math.nan})
+    ffn, attn = samples["ffn_only"], samples["attn_only"]
+    if not len(ffn) or not len(attn):
+        return out
+    gap = welch_gap(ffn, attn, confidence)
+    out.update({f"gap_{k}" if k != "gap" else k: float(gap[k]) for k in ("gap", "ci_low", "ci_high", "boot_low",
+                                                                  "boot_high") if k in gap})
+    for share, (a, b) in MIXER_SHARES.items():
+        xa, xb = samples[a], samples[b]
+        if not len(xa) or not len(xb):
+            continue
+        out[share] = float((xa.mean() - xb.mean()) / out["gap"])
+        if min(len(xa), len(xb), len(ffn), len(attn)) >= 2:
+            def ratio(a_, b_, f_, t_, axis=-1):
+                return (a_.mean(axis) - b_.mean(axis)) / (f_.mean(axis) - t_.mean(axis))
+
+            boot = stats.bootstrap((xa, xb, ffn, attn), ratio, confidence_level=confidence, n_resamples=2000,
+                                   method="percentile", random_state=0)
+            out[f"{share}_low"] = float(boot.confidence_interval.low)
+            out[f"{share}_high"] = float(boot.confidence_interval.high)
+    return out
 
 
 LADDER_GAPS = {

@@ -96,10 +96,10 @@ def recorded_seeds(results: Path, profile: str) -> list[int]:
     """The seeds the chapters show: in order (the paper's first), every seed with a
     central-sweep record (fixed batches, deterministic, gain 1) for all four variants whose
     addition leaves no section short of a record (a partial sweep may have finished a seed's
-    central runs but not yet its mixer run). Sections that show partial studies
-    (:data:`residual_lib.sections.PARTIAL_OK`) do not count."""
+    central runs but not yet its mixer run). Runs a chapter shows in part
+    (:func:`residual_lib.sections.required`) do not count."""
     from .records import controlled, load_records
-    from .sections import CENTRAL_VARIANTS, PAPER_SEEDS, PARTIAL_OK, PLANS, missing, plan
+    from .sections import CENTRAL_VARIANTS, PAPER_SEEDS, PLANS, missing, plan, required
 
     frame = load_records(results / profile)
     if frame.empty:
@@ -111,7 +111,7 @@ def recorded_seeds(results: Path, profile: str) -> list[int]:
     chosen: list[int] = []
     for seed in (int(s) for s in ordered if complete[s] == len(CENTRAL_VARIANTS)):
         trial = chosen + [seed]
-        if not any(missing(plan(name, profile, trial), results) for name in PLANS if name not in PARTIAL_OK):
+        if not any(required(name, missing(plan(name, profile, trial), results), profile) for name in PLANS):
             chosen.append(seed)
     return chosen
 

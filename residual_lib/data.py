@@ -370,3 +370,53 @@ def eval_floor(corpus: Corpus, block_size: int, batch_size: int, n_batches: int,
     # position t is a target of the windows starting at t - block_size .. t - 1
     weights = np.clip(np.minimum(t - 1, starts - 1) - np.maximum(t - block_size, 0) + 1, 0, None)
     return float((weights * nll[val]).sum() / weights.sum())
+
+
+def _bigram_nll(train: np.ndarray, vocab_size: int, prev: np.ndarray, nxt: np.ndarray) -> np.ndarray:
+    """``-log P(nxt | prev)`` for each pair, with ``P`` the maximum-likelihood bigram
+    distribution of ``train`` (see :func:`eval_bigram` for the rows that get add-one smoothing)."""
+    train = np.asarray(train, dtype=np.int64)
+    prev, nxt = np.asarray(prev, dtype=np.int64), np.asarray(nxt, dtype=np.int64)
+    codes, wanted = train[:-1] * vocab_size + train[1:], prev * vocab_size + nxt
+    rows = np.bincount(train[:-1], minlength=vocab_size).astype(np.float64)
+    if vocab_size <= 4096:  # characters: a dense table of pair counts
+        count = np.bincount(codes, minlength=vocab_size * vocab_size)[wanted].astype(np.float64)
+    else:  # BPE: only the pairs that occur
+        pairs, counts = np.unique(codes, return_counts=True)
+        at = np.clip(np.searchsorted(pairs, wanted), 0, len(pairs) - 1)
+        count = np.where(pairs[at] == wanted, counts[at], 0).astype(np.float64)
+    seen = count > 0
+    # add-one only in the rows (current tokens) where an evaluated pair never occurs in training
+    smooth = np.zeros(vocab_size, dtype=bool)
+    smooth[prev[~seen]] = True
+    s = smooth[prev]
+    return -(np.log(count + s) - np.log(rows[prev] + s * vocab_size))
+
+
+def eval_bigram(corpus: Corpus, block_size: int, batch_size: int, n_batches: int, mode: str = "fixed") -> float:
+    """The bigram reference on the tokens a loss is measured on: the cross-entropy (nats)
+    of the training split's bigram distribution ``P(next | current)`` on exactly the targets
+    :func:`eval_floor` uses, each predicted from the token before it (for a window's first
+    target, the window's first input token). ``P`` is the maximum-likelihood estimate
+    (pair counts over the counts of the current token in training); only in a row whose
+    current token is followed, somewhere in the evaluated targets, by a token it is never
+    followed by in training, every count gets one added (add-one smoothing of that row), so
+    the reference stays finite and rows with every evaluated pair seen are left exact.
+    ``fixed``: the targets of :func:`fixed_val_batches`; ``random``: the expected value
+    over :func:`get_batch`'s windows, weighted as :func:`eval_floor` weights them.
+
+    A model that ignores everything but the current token can reach this loss; one below
+    it uses more context than one token. Pair counts are a dense table for small vocabularies, sparse over the pairs training holds for BPE ones."""
+    if mode == "fixed":
+        batches = fixed_val_batches(corpus.val, block_size, batch_size, n_batches)
+        prev = np.concatenate([x.numpy().ravel() for x, _ in batches])
+        nxt = np.concatenate([y.numpy().ravel() for _, y in batches])
+        return float(_bigram_nll(corpus.train, corpus.vocab_size, prev, nxt).mean())
+    if mode != "random":
+        raise ValueError(f"unknown eval mode {mode!r}: choose fixed or random")
+    val = np.asarray(corpus.val)
+    starts = len(val) - block_size
+    t = np.arange(1, len(val))
+    weights = np.clip(np.minimum(t - 1, starts - 1) - np.maximum(t - block_size, 0) + 1, 0, None)
+    nll = _bigram_nll(corpus.train, corpus.vocab_size, val[:-1], val[1:])
+    return float((weights * nll).sum() / weights.sum())

@@ -219,9 +219,10 @@ class Block(nn.Module):
         self.attn = token_sublayer(config)
         self.ln_2 = nn.LayerNorm(config.n_embd, bias=config.bias)
         self.mlp = MLP(config)
-        # A constant, not a parameter: the paper's runtime gain multiplies each
-        # sublayer's output. AdamW can undo any such constant by rescaling the
-        # sublayer's weights, which is why the gain experiment was confounded.
+        # A constant, not a parameter, multiplying each sublayer's output: this book's
+        # reading of the paper's "runtime gain scaling" (the summary does not say where
+        # the gain acts). AdamW can undo any such constant by rescaling the sublayer's
+        # weights, which is the confound the paper reports.
         self.register_buffer("gain", torch.tensor(float(config.gain)), persistent=False)
         self.use_gain = config.gain != 1.0
         # The residual switches as 1.0 / 0.0 constants too, for fused training

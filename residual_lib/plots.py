@@ -93,15 +93,25 @@ def loss_curves(curve: pd.DataFrame, value: str = "loss", floor: float | None = 
 
 
 def final_losses(frame: pd.DataFrame, value: str = "final_val_loss", floor: float | None = None,
-                 title: str = "") -> plt.Figure:
-    """Final validation loss per seed (points) over a box per variant."""
+                 title: str = "", references: dict[str, float] | None = None) -> plt.Figure:
+    """Final validation loss per seed (points) over a box per variant; ``floor`` dashed and
+    each of ``references`` (legend label -> loss; a NaN one is left out) as a labelled
+    horizontal line."""
     order = variant_order(frame)
-    fig, ax = plt.subplots(figsize=(WIDTH, 3.8))
+    shown = [(label, y) for label, y in (references or {}).items() if y is not None and np.isfinite(y)]
+    fig, ax = plt.subplots(figsize=(WIDTH, 4.4 if shown else 3.8))
     sns.boxplot(data=frame, x="variant", y=value, order=order, color="#f2f2f2", fliersize=0, ax=ax)
-    sns.stripplot(data=frame, x="variant", y=value, order=order, hue="variant", palette=PALETTE, size=7,
-                  jitter=0.15, legend=False, ax=ax)
+    sns.stripplot(data=frame, x="variant", y=value, order=order, hue="variant",
+                  palette={v: PALETTE.get(v, "#333333") for v in order}, size=7, jitter=0.15, legend=False, ax=ax)
     if floor is not None:
         ax.axhline(floor, color="black", ls="--", lw=1, label=f"floor {floor:.3f}")
+    styles = [dict(color="#a6761d", ls="-.", lw=1.4), dict(color="#1f78b4", ls=":", lw=1.6),
+              dict(color="#666666", ls=(0, (5, 2, 1, 2)), lw=1.2)]
+    for (label, y), style in zip(shown, styles * len(shown)):
+        ax.axhline(y, label=f"{label} {y:.3f}", **style)
+    if shown:  # several lines: the legend goes under the data, where the labels have the full width
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
+    elif floor is not None:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.set(ylabel="final validation loss (nats)", xlabel="", title=title)
     ax.tick_params(axis="x", labelrotation=15)
@@ -110,11 +120,12 @@ def final_losses(frame: pd.DataFrame, value: str = "final_val_loss", floor: floa
 
 
 def layer0_gradients(curve: pd.DataFrame, marker_step: int | None = None) -> plt.Figure:
-    """Layer-0 gradient norm against step, log scale, per variant."""
+    """Layer-0 gradient norm against step, log scale: one line per run (``key``), coloured
+    by variant."""
     fig, ax = plt.subplots(figsize=(WIDTH, 3.8))
     data = curve.assign(grad_norm_layer0=curve["grad_norm_layer0"].clip(lower=1e-12))
     sns.lineplot(data=data, x="step", y="grad_norm_layer0", hue="variant", hue_order=variant_order(curve),
-                 palette=PALETTE, errorbar="sd", ax=ax)
+                 palette=PALETTE, units="key", estimator=None, lw=0.8, alpha=0.8, ax=ax)
     ax.set_yscale("log")
     if marker_step is not None:
         ax.axvline(marker_step, color="black", ls=":", lw=1)
@@ -192,17 +203,19 @@ def ladder_gaps(table: pd.DataFrame) -> plt.Figure:
 
 
 def escape_curves(curve: pd.DataFrame, floor: float, tolerance: float, order: list[str]) -> plt.Figure:
-    """FFNOnly's validation loss per seed, one panel per escape-study condition (``condition``
-    column), with the floor of the evaluation batches and the band that counts as "at the floor"."""
+    """FFNOnly's validation loss per run, one panel per escape-study condition (``condition``
+    column), with the floor of the evaluation batches and the band that counts as "at the
+    floor"; runs are coloured by their outcome (``escaped`` column: True, False)."""
     conditions = [c for c in order if c in set(curve["condition"])]
     cols = min(2, len(conditions))
     rows = -(-len(conditions) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(WIDTH, 2.6 * rows + 0.6), sharey=True, sharex=True, squeeze=False)
-    seeds = sorted(set(curve["seed"]))
-    palette = dict(zip(seeds, sns.color_palette("tab10", len(seeds))))
+    colours = {True: "#d95f02", False: "#7570b3"}
     for ax, condition in zip(axes.flat, conditions):
         part = curve[curve.condition == condition]
-        sns.lineplot(data=part, x="step", y="loss", hue="seed", palette=palette, ax=ax, legend=False)
+        for (_, escaped), run in part.groupby(["key", "escaped"], sort=False):
+            ax.plot(run["step"], run["loss"], color=colours[bool(escaped)], lw=1.2 if escaped else 0.8,
+                    alpha=0.95 if escaped else 0.55)
         ax.axhspan(floor - tolerance, floor + tolerance, color="#dddddd", zorder=0)
         ax.axhline(floor, color="black", ls="--", lw=1)
         ax.set(title=condition, xlabel="training step", ylabel="val loss (nats)")
@@ -211,8 +224,28 @@ def escape_curves(curve: pd.DataFrame, floor: float, tolerance: float, order: li
         ax.axis("off")
     ymin = min(curve["loss"].min(), floor - 3 * tolerance)
     axes.flat[0].set_ylim(ymin - 0.05, floor + 0.25)
-    handles = [plt.Line2D([], [], color=palette[s], label=f"seed {s}") for s in seeds]
-    fig.legend(handles=handles, loc="lower center", ncol=min(5, len(seeds)), frameon=False,
-               bbox_to_anchor=(0.5, 0.0))
+    handles = [plt.Line2D([], [], color=colours[True], label="escapes"),
+               plt.Line2D([], [], color=colours[False], label="stays at the floor")]
+    fig.legend(handles=handles, loc="lower center", ncol=2, frameon=False, bbox_to_anchor=(0.5, 0.0))
     fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return fig
+
+
+def escape_distances(runs: pd.DataFrame, thresholds, order: list[str]) -> plt.Figure:
+    """How far below its floor every FFNOnly run ends (``below_floor``, nats; negative:
+    above it), one row of points per setting (``setting`` column, in ``order``), with a
+    line at each threshold an escape is counted at."""
+    settings = [s for s in order if s in set(runs["setting"])]
+    fig, ax = plt.subplots(figsize=(WIDTH, 1.1 + 0.7 * len(settings)))
+    sns.stripplot(data=runs, x="below_floor", y="setting", order=settings, hue="setting", hue_order=settings,
+                  palette=["#7570b3", "#d95f02", "#1b9e77", "#666666"][:len(settings)], size=6, jitter=0.18,
+                  legend=False, ax=ax)
+    for t, style in zip(thresholds, (":", "--", "-.")):
+        ax.axvline(t, color="black", lw=0.9, ls=style)
+        ax.annotate(f"{t:g}", (t, 1.0), xycoords=("data", "axes fraction"), xytext=(2, 2),
+                    textcoords="offset points", fontsize=9)
+    ax.axvline(0, color="#999999", lw=0.8)
+    ax.set_xscale("symlog", linthresh=0.05, linscale=1.5)
+    ax.set(xlabel="nats below the floor at the end of training (symmetric log scale)", ylabel="")
+    fig.tight_layout()
     return fig

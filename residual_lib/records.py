@@ -67,13 +67,14 @@ MEASURED = (
 )
 
 #: Scalar fields copied into :func:`load_records`' frame, in this order; then ``block_size``
-#: (from the configuration), ``device`` and ``device_name`` (from the provenance).
+#: (from the configuration), ``device`` and ``device_name`` (from the provenance), and
+#: ``eval_bigram``, the bigram reference of the run's evaluation tokens (:func:`record_eval_bigram`).
 SCALARS = (
     "key", "profile", "variant", "seed", "eval_mode", "gain", "deterministic", "replicate", "init_noise",
     "status", "final_val_loss", "best_val_loss", "unigram_floor", "eval_floor", "n_params", "steps",
     "wall_seconds", "tokens_per_second",
 )
-DERIVED = ("block_size", "device", "device_name")
+DERIVED = ("block_size", "device", "device_name", "eval_bigram")
 
 
 def make_record(run, **measured) -> dict:
@@ -396,8 +397,10 @@ def _record_files(path) -> list[Path]:
         return [path]
     if not path.is_dir():
         return []
-    return sorted(p for p in path.rglob("*.json") if not p.name.startswith(".") and "notebooks" not in p.parts
-                  and "submitit" not in p.parts)
+    # not records: executed notebooks, job logs, verification certificates (residual_lib.verify)
+    skip = {"notebooks", "submitit", "verified"}
+    return sorted(p for p in path.rglob("*.json") if not p.name.startswith(".")
+                  and not skip.intersection(p.relative_to(path).parts[:-1]))
 
 
 def _valid_records(path: str | os.PathLike, skip_bad: bool) -> list[tuple[Path, dict]]:
@@ -436,6 +439,7 @@ def load_records(path, skip_bad: bool = False) -> pd.DataFrame:
         row["block_size"] = rec["config"]["profile"].get("block_size")
         row["device"] = rec["provenance"].get("device")
         row["device_name"] = rec["provenance"].get("device_name")
+        row["eval_bigram"] = record_eval_bigram(rec)
         row["path"] = str(file)
         rows.append(row)
     columns = [*SCALARS, *DERIVED, "path"]
@@ -479,6 +483,46 @@ def record_eval_floor(rec: dict) -> float:
                            rec.get("eval_mode", "fixed"))
     except KeyError:
         return float("nan")
+
+
+@functools.lru_cache(maxsize=None)
+def _eval_bigram(dataset: str, block_size: int, batch_size: int, eval_iters: int, mode: str) -> float:
+    from .data import eval_bigram, load_corpus
+
+    return eval_bigram(load_corpus(dataset), block_size, batch_size, eval_iters, mode)
+
+
+#: The corpora whose bigram reference :func:`record_eval_bigram` computes (the others would
+#: need their BPE corpus loaded, or downloaded, to read a record).
+BIGRAM_DATASETS = ("shakespeare_char",)
+
+
+def record_eval_bigram(rec: dict) -> float:
+    """The bigram reference of the tokens ``rec``'s losses were measured on
+    (:func:`residual_lib.data.eval_bigram`), computed from its configuration once per
+    (dataset, block size, batch size, evaluation batches, evaluation mode) in a process;
+    NaN for a corpus other than :data:`BIGRAM_DATASETS`, an incomplete configuration, or a
+    corpus that cannot be read here (reading records never needs the corpus)."""
+    from .data import DataError
+
+    config = rec.get("config") or {}
+    prof = config.get("profile") or {}
+    try:
+        if config["dataset"] not in BIGRAM_DATASETS:
+            return float("nan")
+        return _eval_bigram(config["dataset"], prof["block_size"], prof["batch_size"], prof["eval_iters"],
+                            rec.get("eval_mode", "fixed"))
+    except (KeyError, DataError):
+        return float("nan")
+
+
+def profile_eval_bigram(profile: str, mode: str = "fixed") -> float:
+    """:func:`record_eval_bigram` of any run of ``profile`` (its variants and seeds share
+    the evaluation batches), without a record: e.g. the paper's 10M setting."""
+    from .profiles import get_profile
+
+    prof = get_profile(profile)
+    return record_eval_bigram({"eval_mode": mode, "config": {"dataset": prof.dataset, "profile": prof.to_dict()}})
 
 
 def summarize(frame: pd.DataFrame, value: str = "final_val_loss", by=("profile", "variant")) -> pd.DataFrame:

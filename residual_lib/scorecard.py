@@ -17,7 +17,13 @@ Verdicts (:data:`VERDICTS`):
 * ``not run at this scale`` -- no records at a profile of the claim's scale.
 
 Scales: a 10M claim is checked at ``paper-10m`` (the paper's setting) and at ``cpu``
-(a ~0.8M-parameter stand-in); a 124M claim only at ``paper-124m``.
+(a ~0.8M-parameter stand-in); a claim the central sweep decides also at ``cpu-dropout``,
+the stand-in with ``paper-10m``'s dropout (:data:`residual_lib.profiles.DROPOUT_TWIN`); a
+124M claim only at ``paper-124m``.
+
+Thresholds. Every number a rule compares with is a module constant listed in
+:data:`THRESHOLDS` with plausible alternatives; :func:`sensitivity` recomputes every verdict
+at each alternative, and a verdict that changes is marked fragile on the grid.
 
 The floor. Every "at the floor" compares a loss with the unigram cross-entropy *on the
 tokens that loss was measured on* (``eval_floor``: the fixed evaluation batches for fixed
@@ -41,6 +47,7 @@ import pandas as pd
 
 from . import analysis, paper
 from .paths import default_results_dir
+from .profiles import DROPOUT_TWIN
 from .records import controlled, diverged, load_records, usable
 
 FLOOR_TOL = 0.05  # nats either side of the evaluation floor: "at the floor"
@@ -50,7 +57,11 @@ SPREAD_TOL = 0.01  # run-to-run spread that counts as "the runs differ"
 GAIN_TOL = 0.05  # final-loss spread across gains that counts as "equivalent"
 SEED_SPREAD = 0.1  # seed-to-seed std that counts as "a large spread" (the paper's anomaly: 0.544, paper_claims.csv)
 ALPHA_NEAR_ONE = 0.9  # alpha_tt that counts as "~1"
-LAYER0_ZERO = analysis.LAYER0_ZERO
+LAYER0_ZERO = analysis.LAYER0_ZERO  # block-0 gradient norm that rounds to the paper's 0.000
+LAYER0_FROM = analysis.LAYER0_FROM  # where "from step 300 onward" starts, as a share of training
+DRIFT_REL = 0.1  # relative agreement of a growth or drift figure with the paper's
+NOISE_SHARE = 0.1  # evaluation noise below this share of a discrepancy cannot explain it
+ESCAPE_CONFIDENCE = 0.95  # the escape rate's Clopper-Pearson interval
 PARTIAL = ("attn_only", "ffn_only", "no_residual")
 
 VERDICTS = ("reproduced", "partly reproduced", "agrees with the paper's confirmed result", "not reproduced",
@@ -58,10 +69,17 @@ VERDICTS = ("reproduced", "partly reproduced", "agrees with the paper's confirme
 PAPER_SCALE = {"paper-10m": "10M", "paper-124m": "124M"}
 
 
-def profiles_for_scale(scale: str, stand_in: str = "cpu") -> tuple[str, ...]:
-    """Profiles at which a claim of ``scale`` (10M, 124M or both) is checked."""
-    return {"10M": ("paper-10m", stand_in), "124M": ("paper-124m",),
-            "both": ("paper-10m", stand_in, "paper-124m")}[scale]
+def stand_ins(stand_in: str = "cpu") -> tuple[str, ...]:
+    """The stand-in profile and its dropout twin (when it has one), in the grid's order."""
+    return (stand_in, DROPOUT_TWIN[stand_in]) if stand_in in DROPOUT_TWIN else (stand_in,)
+
+
+def profiles_for_scale(scale: str, stand_in: str = "cpu", central: bool = True) -> tuple[str, ...]:
+    """Profiles at which a claim of ``scale`` (10M, 124M or both) is checked; a claim the
+    central sweep decides (``central``) also at the stand-in's dropout twin."""
+    small = stand_ins(stand_in) if central else (stand_in,)
+    return {"10M": ("paper-10m", *small), "124M": ("paper-124m",),
+            "both": ("paper-10m", *small, "paper-124m")}[scale]
 
 
 # the paper's values quoted in the rules, read from the claims file like every other paper number
@@ -76,21 +94,24 @@ _FROM = (f"from {analysis.LAYER0_FROM:.0%} of training on (the paper's step 300,
 class Rule:
     """A verdict rule: the text the pages show and the check that applies it, written side
     by side from the same constants and paper values. ``check(records, paper_rows)`` returns
-    ``(ours, seeds, verdict)``, or None when the records cannot answer."""
+    ``(ours, seeds, verdict)``, or None when the records cannot answer. A ``central`` rule
+    reads only the central sweep (fixed batches, gain 1, one deterministic run per variant
+    and seed), so it is judged at the stand-in's dropout twin too."""
 
     name: str
     text: str
     check: Callable
+    central: bool = True
 
 
 #: Every rule, by name, in the order they are defined below.
 RULES: dict[str, Rule] = {}
 
 
-def rule(name: str, text: str):
+def rule(name: str, text: str, central: bool = True):
     """Register the decorated check as rule ``name``, with ``text``."""
     def register(check):
-        RULES[name] = Rule(name, text, check)
+        RULES[name] = Rule(name, text, check, central)
         return check
 
     return register
@@ -154,7 +175,7 @@ def _share(k: int, n: int) -> str:
 @rule("joint_collapse",
       f"reproduced if every partial variant ends within {FLOOR_TOL} nats of the floor of its "
       "evaluation batches under random-batch evaluation (first seed). Random evaluation changes "
-      "how a loss is measured, not what is trained: its noise is shown beside the verdict")
+      "how a loss is measured, not what is trained: its noise is shown beside the verdict", central=False)
 def _joint_collapse(r: _Records, rows):
     frame = r.random if r.has(("full", *PARTIAL), r.random) else None
     if frame is None:
@@ -189,7 +210,7 @@ def _layer0_starved(r: _Records, rows):
     frame = r.central[r.central.variant == variant]
     if frame.empty:
         return None
-    table = analysis.layer0_after(frame).sort_values("seed")
+    table = analysis.layer0_after(frame, LAYER0_FROM, LAYER0_ZERO).sort_values("seed")
     starved = table["median"] < LAYER0_ZERO
     at_floor = dict(zip(frame.seed, (frame.final_val_loss - r.floor).abs() <= FLOOR_TOL))
     tracks = all(bool(at_floor.get(s)) == bool(st) for s, st in zip(table.seed, starved))
@@ -207,7 +228,7 @@ def _layer0_full(r: _Records, rows):
     frame = r.central[r.central.variant == "full"]
     if frame.empty:
         return None
-    table = analysis.layer0_after(frame)
+    table = analysis.layer0_after(frame, LAYER0_FROM, LAYER0_ZERO)
     ok = bool((table["median"] > LAYER0_ZERO).all())
     ours = f"median {table['median'].median():.3f} (mean {table['mean'].mean():.3f})"
     if r.profile in PAPER_SCALE:
@@ -215,30 +236,46 @@ def _layer0_full(r: _Records, rows):
     return ours, _seeds(frame), _verdict(ok)
 
 
+_DRIFT = "drift |h_L - h_1| / |h_1|, end"
+
+
 @rule("hidden_norm_growth",
-      "the paper does not define its growth or drift figures; each plausible definition is "
-      "computed (chapter 7). Reproduced if attn_only > ffn_only under every definition (means "
-      "over the central seeds), not reproduced if ffn_only ≥ attn_only under every one, "
-      "inconclusive if the definitions disagree")
+      "the paper defines neither its growth nor its drift figures; its drift figures (full, ffn_only, "
+      "attn_only) are compared per variant with the drift |h_L − h_1| / |h_1| of the final model (mean "
+      f"over the central seeds; the other definitions are in chapter 7). A variant agrees if ours is within "
+      f"{DRIFT_REL:.0%} of the paper's: reproduced if every variant agrees, partly if some do. The paper's "
+      "figures come from runs in which every partial variant had collapsed; a variant in another state here "
+      "(AttnOnly recovers) need not agree")
 def _growth(r: _Records, rows):
-    if not r.has(("attn_only", "ffn_only")):
+    drift = rows[rows.quantity == "representation_drift"]
+    variants = [v for v in drift.variant if v in set(r.central.variant)]
+    if len(variants) < 2:
         return None
-    frame = r.central[r.central.variant.isin(["attn_only", "ffn_only", "full"])]
-    table = analysis.growth_definitions(frame).groupby(["definition", "variant"], sort=False)["value"].mean().unstack()
-    higher = (table["attn_only"] > table["ffn_only"])
-    ours = (f"attn_only > ffn_only under {int(higher.sum())} of {len(table)} definitions; e.g. "
-            + "; ".join(f"{d}: attn_only {table.loc[d, 'attn_only']:.2f}, ffn_only {table.loc[d, 'ffn_only']:.2f}"
-                        for d in list(table.index)[:2]))
-    verdict = "reproduced" if higher.all() else "not reproduced" if not higher.any() else "inconclusive"
-    return ours, _seeds(frame), verdict
+    frame = r.central[r.central.variant.isin(variants)]
+    ours_drift = (analysis.growth_definitions(frame).query("definition == @_DRIFT")
+                  .groupby("variant")["value"].mean())
+    parts, agree = [], 0
+    for v in variants:
+        theirs = float(drift[drift.variant == v]["value"].iloc[0])
+        ok = abs(ours_drift[v] - theirs) <= DRIFT_REL * theirs
+        agree += ok
+        parts.append(f"{v} {ours_drift[v]:.2f} (paper {theirs:g}, {'agrees' if ok else 'differs'})")
+    states = []
+    if "attn_only" in variants:
+        attn = r.central[r.central.variant == "attn_only"].final_val_loss.mean()
+        if attn < r.floor - RECOVERY_MARGIN:
+            states.append("attn_only recovered here, unlike in the paper's diagnostic runs")
+    ours = f"drift {'; '.join(parts)}" + (f"; {states[0]}" if states else "")
+    return ours, _seeds(frame), _share(agree, len(variants))
 
 
 @rule("gain_confound",
-      f"the final losses of all gains lie within {GAIN_TOL} nats of each other, and the training "
-      f"curves come within {GAIN_TOL} of each other within the paper's ~{_PAPER_GAIN_STEPS:.0f} steps "
-      f"(read as a share of a {analysis.PAPER_10M_STEPS:,}-step run, an assumption): reproduced if "
-      "both, partly reproduced if only the final "
-      "losses agree")
+      f"the final losses of all gains lie within {GAIN_TOL} nats of each other, and their validation "
+      f"losses on the fixed batches (every evaluation, {GAIN_TOL}-nat spread) come together within the "
+      f"paper's ~{_PAPER_GAIN_STEPS:.0f} steps, read as a share of a {analysis.PAPER_10M_STEPS:,}-step run (an "
+      "assumption) and rounded up to the next evaluation: reproduced if both, partly reproduced if only "
+      "the final losses agree. One-batch training losses are too noisy for the timing: they cross "
+      f"{GAIN_TOL} nats by chance", central=False)
 def _gain(r: _Records, rows):
     gains = r.all[(r.all.eval_mode == "fixed") & (r.all.replicate == 0) & (r.all.variant == "attn_only")
                   & (r.all.init_noise == 0)]
@@ -248,14 +285,17 @@ def _gain(r: _Records, rows):
         return None
     by_gain = gains.groupby("gain")["final_val_loss"].mean()
     spread = by_gain.max() - by_gain.min()
-    _, merged = analysis.gain_equivalence(analysis.curves(gains, "train"), GAIN_TOL)
+    curve = analysis.curves(gains, "val")
+    _, merged = analysis.gain_equivalence(curve, GAIN_TOL)
     paper_steps = float(rows[rows.quantity == "steps_to_equivalence"]["value"].iloc[0])
-    within = int(round(paper_steps / analysis.PAPER_10M_STEPS * int(gains.steps.iloc[0])))
-    ours = (f"final-loss spread {spread:.3f} over gains {', '.join(f'{g:g}' for g in by_gain.index)}; "
-            f"training curves within {GAIN_TOL} from step {merged if merged is not None else '—'} of "
-            f"{int(gains.steps.iloc[0]):,} (the paper's {paper_steps:.0f} of {analysis.PAPER_10M_STEPS:,} is step "
-            f"{within} here)")
-    final_ok, fast = spread <= GAIN_TOL, merged is not None and merged <= within
+    steps = int(gains.steps.iloc[0])
+    within = int(round(paper_steps / analysis.PAPER_10M_STEPS * steps))
+    evals = sorted(set(curve.step))
+    by = next((s for s in evals if s >= within), evals[-1])  # the first evaluation at or after it
+    ours = (f"final-loss spread {spread:.3f} over gains {', '.join(f'{g:g}' for g in by_gain.index)}; validation "
+            f"curves within {GAIN_TOL} from step {f'{merged:,}' if merged is not None else '—'} of {steps:,} (the "
+            f"paper's {paper_steps:.0f} of {analysis.PAPER_10M_STEPS:,} is step {within} here, evaluated at {by})")
+    final_ok, fast = spread <= GAIN_TOL, merged is not None and merged <= by
     verdict = "reproduced" if final_ok and fast else "partly reproduced" if final_ok else "not reproduced"
     return ours, _seeds(gains), verdict
 
@@ -290,16 +330,19 @@ def _asymmetry(r: _Records, rows):
 
 @rule("ffn_collapse",
       f"the paper claims collapse in every seed: reproduced if ffn_only ends within {FLOOR_TOL} nats "
-      "of the floor in every seed, not reproduced if any seed escapes (the row counts them)")
+      "of the floor in every seed, not reproduced if any seed escapes. The row gives the escape rate "
+      f"with its {ESCAPE_CONFIDENCE:.0%} Clopper-Pearson interval over every ffn_only seed of the profile")
 def _ffn_collapse(r: _Records, rows):
     if not r.has(("ffn_only",)):
         return None
     ffn = r.central[r.central.variant == "ffn_only"].sort_values("seed")
     at_floor = (ffn.final_val_loss - r.floor).abs() <= FLOOR_TOL
     escaped = ffn[~at_floor.to_numpy()]
+    rate = analysis.escape_rate(len(escaped), len(ffn), ESCAPE_CONFIDENCE)
     ours = (f"ffn_only {_fmt(ffn.final_val_loss.mean())} ± {_fmt(ffn.final_val_loss.std())}, floor {_fmt(r.floor)}; "
-            f"{_count(int(at_floor.sum()), len(ffn), 'at the floor')}"
-            + (f"; escaped: {', '.join(f'seed {s} ({v:.3f})' for s, v in zip(escaped.seed, escaped.final_val_loss))}"
+            f"escapes in {len(escaped)} of {len(ffn)} seeds ({rate['rate']:.0%}, {ESCAPE_CONFIDENCE:.0%} interval "
+            f"{rate['low']:.0%} to {rate['high']:.0%})"
+            + (f": {', '.join(f'seed {s} ({v:.3f})' for s, v in zip(escaped.seed, escaped.final_val_loss))}"
                if len(escaped) else ""))
     ok = bool(at_floor.all())
     if ok and r.profile in PAPER_SCALE:
@@ -343,7 +386,8 @@ def _absolute(r: _Records, rows):
 
 
 @rule("alpha_routing",
-      "the paper predicts α_tt ≈ 1 but measured none: new evidence. It counts for the prediction if "
+      "the paper proposes that attention can learn α_tt ≈ 1 and reports no measurement of it: new "
+      "evidence. It counts for the proposal if "
       f"attn_only has a layer whose heads average α_tt ≥ {ALPHA_NEAR_ONE} (mean over seeds) and attends "
       "to itself more than full does (the control), against it otherwise")
 def _alpha(r: _Records, rows):
@@ -355,7 +399,7 @@ def _alpha(r: _Records, rows):
     uniform = analysis.uniform_causal_alpha(block)
     attn, full = table.loc["attn_only"], table.loc["full"]
     ok = attn["max_layer"] >= ALPHA_NEAR_ONE and attn["mean"] > full["mean"]
-    ours = (("for" if ok else "against") + " the prediction: "
+    ours = (("for" if ok else "against") + " the proposal: "
             f"attn_only mean α_tt {attn['mean']:.3f} (best layer {attn['max_layer']:.3f}, best head "
             f"{attn['max_head']:.3f}); full {full['mean']:.3f} ({full['max_layer']:.3f}, {full['max_head']:.3f}); "
             f"uniform causal attention {uniform:.3f}")
@@ -373,20 +417,29 @@ def _undefined(r: _Records, rows):
 @rule("mixer_test",
       "the paper's own test was inconclusive. Here the share of the ffn_only − attn_only gap the "
       "position-blind mixer (uniform causal averaging in place of attention, attention residual kept) "
-      "closes is measured under controlled conditions: new evidence on the routing hypothesis, not a "
-      "reproduction")
+      "closes is measured under controlled conditions, beside the share its no-mixing control (the same "
+      "layers without the averaging, so no path between positions) closes: what the mixer closes beyond "
+      "the control is what cross-position mixing buys. New evidence on the routing hypothesis, not a "
+      "reproduction", central=False)
 def _mixer(r: _Records, rows):
     if not r.has(("attn_only", "ffn_only", "mixer")):
         return None
     c = r.central
     means = r.means()
-    closed = (means["ffn_only"] - means["mixer"]) / (means["ffn_only"] - means["attn_only"])
+    gap = means["ffn_only"] - means["attn_only"]
+    closed = (means["ffn_only"] - means["mixer"]) / gap
     above = analysis.welch_gap(c[c.variant == "mixer"].final_val_loss, c[c.variant == "attn_only"].final_val_loss)
     below = analysis.welch_gap(c[c.variant == "ffn_only"].final_val_loss, c[c.variant == "mixer"].final_val_loss)
     between = "ci_low" in above and "ci_low" in below and above["ci_low"] > 0 and below["ci_low"] > 0
     ours = (f"mixer {_fmt(means['mixer'])} (attn_only {_fmt(means['attn_only'])}, ffn_only {_fmt(means['ffn_only'])}): "
             f"closes {closed:.0%} of the ffn_only − attn_only gap"
             + ("; both Welch 95% intervals exclude 0" if between else ""))
+    if "pointwise" in means:
+        control = (means["ffn_only"] - means["pointwise"]) / gap
+        ours += (f"; the no-mixing control {_fmt(means['pointwise'])} closes {control:.0%}, so mixing itself "
+                 f"closes {closed - control:.0%}")
+    else:
+        ours += "; no record of the no-mixing control yet"
     return ours, _seeds(c[c.variant == "mixer"]), "new evidence"
 
 
@@ -412,7 +465,7 @@ def _intermediate(r: _Records, rows):
       f"reproduced if non-deterministic repeats of one seed differ by more than "
       f"{SPREAD_TOL} nats while deterministic repeats are identical. On a CPU, where "
       "kernels are deterministic whatever the flag, identical repeats mean not testable "
-      "here")
+      "here", central=False)
 def _nondeterministic(r: _Records, rows):
     attn = r.all[(r.all.variant == "attn_only") & (r.all.eval_mode == "fixed") & (r.all.gain == 1.0)
                  & (r.all.init_noise == 0)]
@@ -428,9 +481,36 @@ def _nondeterministic(r: _Records, rows):
     ours = (f"non-deterministic {', '.join(_fmt(x, 4) for x in sorted(nondet.final_val_loss))} (spread {nd_spread:.4f}); "
             f"deterministic spread {_fmt(d_spread, 4)}; device {', '.join(devices)}")
     if nd_spread == 0 and all(not d.startswith("cuda") for d in devices):
-        return ours + ": bitwise equal, as CPU kernels are", _seeds(nondet), "not testable here"
+        return (ours + ": the repeats are bitwise equal, since CPU kernels are deterministic whether or not the "
+                "flag asks for it", _seeds(nondet), "not testable here")
     ok = nd_spread > SPREAD_TOL and not (d_spread > 0)
     return ours, _seeds(nondet), _verdict(ok)
+
+
+@rule("eval_noise_explains",
+      "the paper proposes that fixed validation batches explain why its nanoGPT runs put AttnOnly at the "
+      "floor and its controlled runs did not. Every central record re-evaluates its final model on fresh "
+      "random batches: random evaluation could explain the discrepancy only if it moved a final loss by a "
+      f"sizeable share of it. Not reproduced if its largest deviation is below {NOISE_SHARE:.0%} of the "
+      "discrepancy and it never ranks attn_only above ffn_only; reproduced if a deviation reaches the "
+      "discrepancy; inconclusive in between")
+def _eval_noise(r: _Records, rows):
+    noise = analysis.val_estimates(r.central)
+    if noise.empty or not {"attn_only", "ffn_only"} <= set(noise.variant):
+        return None
+    discrepancy = float(rows.iloc[0]["value"])
+    sd, largest = float(noise.deviation.std()), float(noise.deviation.abs().max())
+    misorder = analysis.misorder_probability(noise, "attn_only", "ffn_only")
+    ours = (f"random evaluation moves a final loss by sd {sd:.3f} nats (largest {largest:.3f}, "
+            f"{largest / discrepancy:.1%} of the paper's {discrepancy:.2f}-nat discrepancy) and misorders attn_only "
+            f"and ffn_only in {misorder:.0%} of draws")
+    if largest >= discrepancy:
+        verdict = "reproduced"
+    elif largest < NOISE_SHARE * discrepancy and misorder == 0:
+        verdict = "not reproduced"
+    else:
+        verdict = "inconclusive"
+    return ours, _seeds(r.central), verdict
 
 
 @dataclass(frozen=True)
@@ -469,6 +549,7 @@ CLAIMS: dict[str, Claim] = {
         "intermediate_reproduction"),
     "nondeterministic_repeats": Claim("Non-deterministic repeats differ", "nondeterministic_repeats"),
     "original_record": Claim("The originally recorded values", "absolute"),
+    "eval_noise_explains": Claim("Fixed batches explain the nanoGPT discrepancy", "eval_noise_explains"),
 }
 TITLES = {name: claim.title for name, claim in CLAIMS.items()}
 
@@ -500,10 +581,22 @@ def scale_note(results_dir: str | Path | None = None, stand_in: str = "cpu") -> 
     waiting = (f"There are no {' or '.join(f'`{p}`' for p in missing)} records yet, so every row at "
                f"{'that profile' if len(missing) == 1 else 'those profiles'} reads `not run at this scale`."
                if missing else "Records exist at both paper profiles.")
+    twin = DROPOUT_TWIN.get(stand_in)
+    dropout = ""
+    if twin:
+        variants = sorted(set(controlled(records[records.profile == twin]).variant))
+        have = (f"its records so far cover {', '.join(variants)}" if variants else "it has no records yet")
+        dropout = (f" The `{twin}` rows train the same model with dropout 0.2 ({have}). `{stand_in}` follows "
+                   f"nanoGPT's CPU recipe, which has no dropout; `paper-10m` follows nanoGPT's shakespeare_char "
+                   f"recipe, whose dropout is 0.2 (the summary itself states no dropout). Dropout is the only "
+                   f"setting in which the two stand-ins differ, so `{twin}` is the closer analogue of `paper-10m` "
+                   f"wherever regularisation can matter, as it does for whether FFNOnly leaves the floor; claims "
+                   f"that need runs other than the central sweep's (the gain, the mixer, random evaluation) are "
+                   f"judged at `{stand_in}` only.")
     return (f"**Scale.** The `{stand_in}` rows come from {size} stand-in for the paper's 10M model, "
             f"trained on the same character corpus. They test the paper's qualitative claims (who collapses, "
             f"who recovers, which confound matters); its absolute 10M and 124M numbers are checked only at "
-            f"`paper-10m` and `paper-124m`. {waiting}" + _diverged_note(records))
+            f"`paper-10m` and `paper-124m`.{dropout} {waiting}" + _diverged_note(records))
 
 
 def _diverged_note(records: pd.DataFrame) -> str:
@@ -514,21 +607,24 @@ def _diverged_note(records: pd.DataFrame) -> str:
     return f" {len(bad)} run(s) diverged (non-finite loss) and are left out of every verdict: {runs}."
 
 
-def build(results_dir: str | Path | None = None, stand_in: str = "cpu") -> pd.DataFrame:
+def build(results_dir: str | Path | None = None, stand_in: str = "cpu", records: pd.DataFrame | None = None
+          ) -> pd.DataFrame:
     """The scorecard: for every claim of :func:`residual_lib.paper.claims` and every profile
     of its scale (``stand_in`` being the small profile that stands in for 10M), the paper's
     values, ours, the seeds, the verdict and the rule applied. Rows come in the order of
-    the claims file, then of :func:`profiles_for_scale`."""
-    # a diverged run has no losses to judge (scale_note lists it)
-    records = usable(load_records(results_dir or default_results_dir()))
+    the claims file, then of :func:`profiles_for_scale`. ``records``: the frame of
+    :func:`residual_lib.records.load_records`, when the caller has it already."""
+    if records is None:
+        records = load_records(results_dir or default_results_dir())
+    records = usable(records)  # a diverged run has no losses to judge (scale_note lists it)
     claims = paper.claims()
     rows = []
     for claim, group in claims.groupby("claim", sort=False):
+        applied = RULES[CLAIMS[claim].rule]
         for scale in dict.fromkeys(group["scale"]):
             part = group[group.scale == scale]
-            for profile in profiles_for_scale(scale, stand_in):
+            for profile in profiles_for_scale(scale, stand_in, applied.central):
                 r = _Records(records, profile)
-                applied = RULES[CLAIMS[claim].rule]
                 result = applied.check(r, part) if len(r.all) else None
                 ours, seeds, verdict = result if result else ("—", "—", "not run at this scale")
                 rows.append({"claim": claim, "scale": scale, "section": part["section"].iloc[0],
@@ -538,6 +634,115 @@ def build(results_dir: str | Path | None = None, stand_in: str = "cpu") -> pd.Da
     table = pd.DataFrame(rows)
     assert set(table.verdict) <= set(VERDICTS)
     return table
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """A number a verdict rule compares with: the module constant ``name``, what it means,
+    the plausible alternatives :func:`sensitivity` tries, and the commit that set its
+    present value (with its date), so that a reader can see whether it was set before or
+    after the records it judges (a test checks these against the history when it is there)."""
+
+    name: str
+    meaning: str
+    alternatives: tuple[float, ...]
+    set_on: str
+    commit: str
+
+    @property
+    def value(self) -> float:
+        return globals()[self.name]
+
+
+#: Every threshold that decides a verdict.
+THRESHOLDS = (
+    Threshold("FLOOR_TOL", "nats either side of the floor that count as at the floor", (0.02, 0.10),
+              "2026-12-02", "8008129"),
+    Threshold("RECOVERY_MARGIN", "nats below the floor (and below ffn_only) that count as recovered", (0.25, 1.0),
+              "2026-12-02", "8008129"),
+    Threshold("LAYER0_ZERO", "block-0 gradient norm that counts as the paper's 0.000", (1e-4, 1e-3),
+              "2026-12-02", "8008129"),
+    Threshold("LAYER0_FROM", "share of training after which block 0 is read (the paper's step 300)", (0.03, 0.12),
+              "2026-12-03", "5380c9f"),
+    Threshold("GAIN_TOL", "nats within which gains count as equivalent", (0.02, 0.10), "2026-12-02", "8008129"),
+    Threshold("SEED_SPREAD", "seed-to-seed std that counts as a large spread", (0.05, 0.2), "2026-12-03", "5380c9f"),
+    Threshold("SPREAD_TOL", "run-to-run spread that counts as the repeats differ", (0.005, 0.02),
+              "2026-12-02", "8008129"),
+    Threshold("ALPHA_NEAR_ONE", "α_tt that counts as ≈ 1", (0.8, 0.95), "2026-12-03", "5380c9f"),
+    Threshold("REL_TOL", "relative agreement with a paper number at its own profile", (0.01, 0.05),
+              "2026-12-02", "8008129"),
+    Threshold("DRIFT_REL", "relative agreement of a drift figure with the paper's", (0.05, 0.2),
+              "2026-12-03", "this change"),
+    Threshold("NOISE_SHARE", "share of a discrepancy below which evaluation noise cannot explain it", (0.05, 0.2),
+              "2026-12-03", "this change"),
+)
+
+
+class thresholds:
+    """Within ``with thresholds(FLOOR_TOL=0.02): ...`` the rules use the given values."""
+
+    def __init__(self, **values):
+        unknown = set(values) - {t.name for t in THRESHOLDS}
+        if unknown:
+            raise ValueError(f"unknown threshold(s) {', '.join(sorted(unknown))}: choose from "
+                             f"{', '.join(t.name for t in THRESHOLDS)}")
+        self.values, self.saved = values, {}
+
+    def __enter__(self):
+        self.saved = {name: globals()[name] for name in self.values}
+        globals().update(self.values)
+        return self
+
+    def __exit__(self, *exc):
+        globals().update(self.saved)
+
+
+def sensitivity(results_dir: str | Path | None = None, stand_in: str = "cpu", records: pd.DataFrame | None = None,
+                table: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every verdict recomputed at each alternative of every threshold: one row per
+    threshold and alternative, with the verdicts that change (``changes``: a list of
+    ``(claim, profile, before, after)``)."""
+    if records is None:
+        records = load_records(results_dir or default_results_dir())
+    base = build(stand_in=stand_in, records=records) if table is None else table
+    base = base.set_index(["claim", "profile"])["verdict"]
+    rows = []
+    for t in THRESHOLDS:
+        for alt in t.alternatives:
+            with thresholds(**{t.name: alt}):
+                other = build(stand_in=stand_in, records=records).set_index(["claim", "profile"])["verdict"]
+            changed = [(c, p, base[(c, p)], other[(c, p)]) for c, p in base.index if base[(c, p)] != other[(c, p)]]
+            rows.append({"threshold": t.name, "meaning": t.meaning, "value": t.value, "alternative": alt,
+                         "set_on": t.set_on, "commit": t.commit, "changes": changed})
+    return pd.DataFrame(rows)
+
+
+def threshold_table(sensitivity_table: pd.DataFrame, records: pd.DataFrame, stand_in: str = "cpu") -> pd.DataFrame:
+    """One row per threshold for the scorecard page: its value, meaning, the alternatives
+    tried and what each changes, and when it was set against when the stand-in records it
+    judges were made (their ``provenance.finished_at``)."""
+    from .records import read_record
+
+    judged = records[records.profile.isin(stand_ins(stand_in))]
+    days = pd.Series([str(read_record(p)["provenance"].get("finished_at", ""))[:10] for p in judged.path], dtype=str)
+    rows = []
+    for name, group in sensitivity_table.groupby("threshold", sort=False):
+        first = group.iloc[0]
+        effects = []
+        for alt, changes in zip(group.alternative, group.changes):
+            said = "; ".join(f"{TITLES.get(c, c)} at {p}: {a} → {b}" for c, p, a, b in changes)
+            effects.append(f"{alt:g}: {said or 'no verdict changes'}")
+        before = int((days < first.set_on).sum())
+        when = (f"{first.set_on} ({first.commit}); {before} of {len(days)} stand-in records were made before that day"
+                if len(days) else f"{first.set_on} ({first.commit})")
+        rows.append({"threshold": name, "meaning": first.meaning, "value": f"{first.value:g}",
+                     "at the alternatives": "; ".join(effects), "set": when})
+    return pd.DataFrame(rows)
+
+
+def fragile(sensitivity_table: pd.DataFrame) -> set[tuple[str, str]]:
+    """The ``(claim, profile)`` cells whose verdict changes at some plausible threshold."""
+    return {(c, p) for changes in sensitivity_table["changes"] for c, p, *_ in changes}
 
 
 #: Each verdict's symbol and short label in the verdict grid (a symbol as well as a colour,
@@ -563,7 +768,7 @@ def grid(table: pd.DataFrame, stand_in: str = "cpu") -> pd.DataFrame:
     column per profile (the stand-in, paper-10m, paper-124m); empty where a claim is not
     checked at that profile. Where a claim has rows at two scales for one profile (e.g.
     10M and 124M values of one claim), the first is shown."""
-    columns = [stand_in, "paper-10m", "paper-124m"]
+    columns = [*stand_ins(stand_in), "paper-10m", "paper-124m"]
     out = table.drop_duplicates(["claim", "profile"]).pivot(index="claim", columns="profile", values="verdict")
     out = out.reindex(index=list(dict.fromkeys(table.claim)), columns=columns)
     out.index = [TITLES.get(c, c) for c in out.index]
@@ -584,23 +789,30 @@ def badge(verdict: str) -> str:
             f'<span class="verdict-symbol" aria-hidden="true">{symbol}</span> {html.escape(label)}</span>')
 
 
-def grid_html(frame: pd.DataFrame, link: str = "scorecard.html") -> str:
+def grid_html(frame: pd.DataFrame, link: str = "scorecard.html", fragile_cells: set | None = None) -> str:
     """:func:`grid` as an HTML table: each cell a symbol and a short label, classed by
-    verdict; each claim links to its block on the scorecard page (``link``)."""
+    verdict; each claim links to its block on the scorecard page (``link``). A cell of
+    ``fragile_cells`` (``(claim, profile)`` pairs, :func:`fragile`) is marked: its verdict
+    changes at a plausible value of a threshold."""
     import html
 
     ids = {title: claim for claim, title in TITLES.items()}
+    fragile_cells = fragile_cells or set()
     head = "".join(f'<th scope="col">{html.escape(str(c))}</th>' for c in frame.columns)
     rows = []
     for claim, verdicts in frame.iterrows():
         cells = []
-        for verdict in verdicts:
+        for profile, verdict in verdicts.items():
             if not isinstance(verdict, str):
-                cells.append('<td class="verdict-none" title="not a claim at this scale">—</td>')
+                cells.append('<td class="verdict-none" title="not a claim at this profile">—</td>')
                 continue
             symbol, label = GRID_LABELS[verdict]
+            shaky = (ids.get(claim, claim), profile) in fragile_cells
+            mark = ('<span class="verdict-fragile" title="changes at a plausible threshold: see the threshold table">'
+                    ' fragile</span>' if shaky else "")
             cells.append(f'<td class="verdict {verdict_slug(verdict)}" title="{html.escape(verdict)}">'
-                         f'<span class="verdict-symbol" aria-hidden="true">{symbol}</span> {html.escape(label)}</td>')
+                         f'<span class="verdict-symbol" aria-hidden="true">{symbol}</span> {html.escape(label)}'
+                         f'{mark}</td>')
         name = html.escape(str(claim))
         if claim in ids:
             name = f'<a href="{link}#{claim_anchor(ids[claim])}">{name}</a>'
@@ -653,11 +865,14 @@ def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | 
 
     profile, results_dir = records.attrs["profile"], records.attrs["results_dir"]
     table = build(results_dir, stand_in=profile) if table is None else table
-    rows = table[table.claim.isin(claims) & (table.profile == profile)]
+    profiles = stand_ins(profile)
+    rows = table[table.claim.isin(claims) & table.profile.isin(profiles)
+                 & ((table.profile == profile) | (table.verdict != "not run at this scale"))]
     items = []
     for claim in claims:
         for row in rows[rows.claim == claim].itertuples():
-            items.append(f'<li>{badge(row.verdict)} <a href="../book/scorecard.html#{claim_anchor(claim)}">'
+            where = f" <code>{html.escape(row.profile)}</code>" if row.profile != profile else ""
+            items.append(f'<li>{badge(row.verdict)}{where} <a href="../book/scorecard.html#{claim_anchor(claim)}">'
                          f"{html.escape(TITLES.get(claim, claim))}</a>. {html.escape(str(row.ours))}.</li>")
     shown = ""
     left_out = records.attrs.get("diverged") or []
@@ -670,5 +885,7 @@ def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | 
                  f"records: {len(records)} run(s), seed(s) {seeds}, read from <code>results/{html.escape(profile)}/"
                  f"</code>. The verdict rules and the other profiles are on the "
                  f'<a href="../book/scorecard.html">scorecard</a>.</p>')
-    return HTML(f'<div class="verdict-box"><p class="verdict-box-title">Verdicts at <code>{html.escape(profile)}</code>'
+    title = " and ".join(f"<code>{html.escape(p)}</code>" for p in profiles if (rows.profile == p).any()) or \
+        f"<code>{html.escape(profile)}</code>"
+    return HTML(f'<div class="verdict-box"><p class="verdict-box-title">Verdicts at {title}'
                 f'</p><ul>{"".join(items)}</ul>{shown}</div>')

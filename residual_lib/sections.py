@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from .paths import default_results_dir  # noqa: F401 (re-exported: notebooks import it from here)
-from .profiles import get_profile, ladder
+from .profiles import DROPOUT_TWIN, get_profile, ladder
 from .records import diverged, find_record, load_records, usable
 from .runs import CENTRAL_VARIANTS, PAPER_SEEDS, Run
 from .train import obtain
@@ -29,6 +29,13 @@ DEFAULT_PROFILE = "smoke"
 
 def _central(profile, seeds, variants):
     return [Run(profile, v, s) for v in variants for s in seeds]
+
+
+def _central_twinned(profile, seeds, variants, dropout_twin=True):
+    """The central sweep, and with ``dropout_twin`` the same runs at the profile's dropout
+    twin (:data:`residual_lib.profiles.DROPOUT_TWIN`), the second stand-in the scorecard judges."""
+    twin = DROPOUT_TWIN.get(profile) if dropout_twin else None
+    return _central(profile, seeds, variants) + (_central(twin, seeds, variants) if twin else [])
 
 
 def _joint_collapse(profile, seeds, variants):
@@ -45,7 +52,9 @@ def _confounds(profile, seeds, variants, gains=(0.5, 1.0, 2.0, 4.0), gain_varian
 
 
 def _mechanism(profile, seeds, variants):
-    return [Run(profile, v, s) for v in ("attn_only", "ffn_only", "mixer") for s in seeds]
+    # the mixer, its no-mixing control (pointwise) and the variants they sit between; full is
+    # the control of the growth, drift and alpha_tt tables
+    return [Run(profile, v, s) for v in ("attn_only", "ffn_only", "mixer", "pointwise", "full") for s in seeds]
 
 
 def _reproduction(profile, seeds, variants, repeats=3, repro_variant="attn_only"):
@@ -62,13 +71,18 @@ def _scale_ladder(profile, seeds, variants, ladder_seeds=3):
 
 #: The FFNOnly escape study's conditions: the profile each one trains at, per base profile.
 ESCAPE_PROFILES: dict[str, dict[str, str]] = {
-    "cpu": {"dropout 0.2": "cpu-dropout", "6,000 steps": "cpu-long"},
-    "smoke": {"dropout 0.2": "smoke-dropout", "6,000 steps": "smoke-long"},
+    "cpu": {"dropout 0.2": DROPOUT_TWIN["cpu"], "6,000 steps": "cpu-long"},
+    "smoke": {"dropout 0.2": DROPOUT_TWIN["smoke"], "6,000 steps": "smoke-long"},
 }
 #: The FFNOnly escape rate's seeds, fixed before any of their runs was trained: the five
 #: seeds of the central sweep, then the first fifteen positive integers not among them.
 ESCAPE_RATE_SEEDS = (1337, 42, 123, 7, 8, *[s for s in range(1, 18) if s not in (7, 8)])
 assert len(ESCAPE_RATE_SEEDS) == 20 and len(set(ESCAPE_RATE_SEEDS)) == 20
+#: How many of :data:`ESCAPE_RATE_SEEDS` the escape rate trains at a base profile and its
+#: dropout twin (profiles not named here: the section's seeds only, as the tests' smoke).
+ESCAPE_RATE_RUNS: dict[str, int] = {"cpu": 20}
+#: The lines the escape rate is counted at: nats below the floor that count as an escape.
+ESCAPE_THRESHOLDS = (0.02, 0.05, 0.10)
 #: The relative size of the initial-weight perturbation that asks whether an escape is a
 #: property of the seed or of rounding (:func:`residual_lib.train.perturb_init`).
 ESCAPE_INIT_NOISE = 1e-6
@@ -77,13 +91,17 @@ ESCAPE_INIT_NOISE = 1e-6
 def _ffn_escape(profile, seeds, variants, escape_gains=(0.5, 2.0, 4.0), perturbations=1):
     """ffn_only at every seed: under each condition of :data:`ESCAPE_PROFILES`, with the
     initial weights nudged by :data:`ESCAPE_INIT_NOISE` (``perturbations`` draws), and at
-    runtime gains ``escape_gains`` for the first seed; plus the central ffn_only runs."""
+    runtime gains ``escape_gains`` for the first seed; plus the central ffn_only runs, and
+    the escape rate's seeds (:data:`ESCAPE_RATE_RUNS`) at the base profile and with dropout."""
+    rate = [s for s in ESCAPE_RATE_SEEDS[:ESCAPE_RATE_RUNS.get(profile, 0)] if s not in seeds]
     runs = [Run(profile, "ffn_only", s) for s in seeds]
     runs += [Run(profile, "ffn_only", s, init_noise=ESCAPE_INIT_NOISE, replicate=r)
              for r in range(perturbations) for s in seeds]
     for condition_profile in ESCAPE_PROFILES.get(profile, {}).values():
         runs += [Run(condition_profile, "ffn_only", s) for s in seeds]
     runs += [Run(profile, "ffn_only", seeds[0], gain=float(g)) for g in escape_gains]
+    dropout = ESCAPE_PROFILES.get(profile, {}).get("dropout 0.2")
+    runs += [Run(p, "ffn_only", s) for s in rate for p in (profile, dropout) if p]
     return runs
 
 
@@ -103,7 +121,7 @@ PLANS = {
     "03_setup": lambda profile, seeds, variants: [],
     "04_joint_collapse": _joint_collapse,
     "05_confounds": _confounds,
-    "06_central": _central,
+    "06_central": _central_twinned,
     "07_mechanism": _mechanism,
     "08_reproduction": _reproduction,
     "09_scale_ladder": _scale_ladder,
@@ -113,6 +131,24 @@ PLANS = {
 
 #: Sections whose chapter shows whatever part of the study has records (the others need all).
 PARTIAL_OK = frozenset({"09_scale_ladder", "10_ffn_escape"})
+#: Runs a section plans but shows in whatever part has records (the rest of its runs are
+#: required): chapter 6's runs at the dropout twin, chapter 7's no-mixing control. A
+#: predicate of the run and the section's profile.
+SHOWN_IN_PART = {
+    "06_central": lambda run, profile: run.profile.name != profile,
+    "07_mechanism": lambda run, profile: run.variant == "pointwise",
+}
+
+
+def required(section: str, runs: list[Run], profile: str, partial_ok: bool = True) -> list[Run]:
+    """The runs of ``runs`` that ``section``'s chapter cannot be shown without: none for a
+    section of :data:`PARTIAL_OK` (unless ``partial_ok`` is False), else all but those of
+    :data:`SHOWN_IN_PART`."""
+    name = section_name(section)
+    if partial_ok and name in PARTIAL_OK:
+        return []
+    optional = SHOWN_IN_PART.get(name)
+    return [r for r in runs if not (optional and optional(r, profile))]
 
 
 def section_name(notebook: str | os.PathLike) -> str:
@@ -191,9 +227,10 @@ def ensure(
     else:
         found = {spec: find_record(results, spec.profile.name, spec.key) for spec in specs}
         absent = [spec for spec, path in found.items() if path is None]
-        if absent and not skip_missing:
+        needed = required(section, absent, profile, partial_ok=False)
+        if needed and not skip_missing:
             raise FileNotFoundError(
-                f"{len(absent)} run record(s) missing under {results} (first: {absent[0].label()}): "
+                f"{len(needed)} run record(s) missing under {results} (first: {needed[0].label()}): "
                 f"run `python -m residual_lib sweep notebooks/{section_name(section)}.py --profile {profile}`"
             )
         paths = [path for path in found.values() if path is not None]

@@ -47,7 +47,7 @@ def main(folders: list[str]) -> int:
     counts: dict[str, int] = {}
     for folder in [Path(f) for f in folders] or [ROOT / "results"]:
         for path in sorted(folder.rglob("*.json")):
-            if path.name.startswith(".") or "notebooks" in path.parts:
+            if path.name.startswith(".") or {"notebooks", "verified"} & set(path.relative_to(folder).parts):
                 continue
             outcome = migrate(path)
             counts[outcome] = counts.get(outcome, 0) + 1

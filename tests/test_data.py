@@ -209,3 +209,48 @@ def test_the_random_evaluation_floor_is_the_expected_value_over_get_batch_window
     assert np.mean(draws) == pytest.approx(expected, abs=0.02)
     with pytest.raises(ValueError, match="fixed or random"):
         eval_floor(corpus, 2, 1, 1, "bogus")
+
+
+def test_the_bigram_reference_is_the_training_bigrams_cross_entropy_on_the_evaluated_pairs():
+    from residual_lib.data import Corpus, eval_bigram
+
+    # training pairs (0,0) (0,0) (0,1) (1,1) (1,0): P(0|0) = 2/3, P(1|0) = 1/3, P(0|1) = P(1|1) = 1/2
+    p = {(0, 0): 2 / 3, (0, 1): 1 / 3, (1, 0): 1 / 2, (1, 1): 1 / 2}
+    corpus = Corpus("tiny", np.array([0, 0, 0, 1, 1, 0]), np.array([0, 1, 1, 0, 0, 0]), 2, str)
+    pairs = [(0, 1), (1, 1), (1, 0), (0, 0), (0, 0)]
+    # one window start (block = len(val) - 1): the fixed batch's targets are val[1:], each
+    # predicted from the token before it, the first from the window's first input
+    expected = -sum(math.log(p[pair]) for pair in pairs) / len(pairs)
+    assert eval_bigram(corpus, 5, 3, 2, "fixed") == pytest.approx(expected, rel=1e-12)
+    # random windows of 2 (starts 0..3): targets 1..5 with multiplicities 1, 2, 2, 2, 1
+    weights = [1, 2, 2, 2, 1]
+    expected = -sum(w * math.log(p[pair]) for w, pair in zip(weights, pairs)) / sum(weights)
+    assert eval_bigram(corpus, 2, 1, 1, "random") == pytest.approx(expected, rel=1e-12)
+    # pairs training never shows, (1,2) and (2,0) (2 is never followed): add-one in rows 1 and 2
+    # only; row 0, whose evaluated pair (0,1) occurs, keeps its exact 1/4
+    corpus = Corpus("tiny", np.array([0, 0, 0, 1, 1, 0, 2]), np.array([0, 1, 2, 0]), 3, str)
+    expected = -(math.log(1 / 4) + math.log((0 + 1) / (2 + 3)) + math.log((0 + 1) / (0 + 3))) / 3
+    assert eval_bigram(corpus, 3, 1, 1, "fixed") == pytest.approx(expected, rel=1e-12)
+    with pytest.raises(ValueError, match="fixed or random"):
+        eval_bigram(corpus, 2, 1, 1, "bogus")
+
+
+def test_the_cpu_profiles_bigram_reference_sits_between_the_floor_and_a_trained_model(char_corpus):
+    from residual_lib.data import eval_bigram, eval_floor
+    from residual_lib.profiles import get_profile
+
+    cpu = get_profile("cpu")
+    bigram = eval_bigram(char_corpus, cpu.block_size, cpu.batch_size, cpu.eval_iters)
+    assert 2.3 < bigram < 2.6
+    assert bigram < eval_floor(char_corpus, cpu.block_size, cpu.batch_size, cpu.eval_iters, "fixed") - 0.5
+
+
+def test_a_records_bigram_reference_comes_from_its_configuration(char_corpus):
+    from residual_lib.data import eval_bigram
+    from residual_lib.records import record_eval_bigram
+
+    rec = {"eval_mode": "fixed", "config": {"dataset": "shakespeare_char",
+                                            "profile": {"block_size": 16, "batch_size": 4, "eval_iters": 3}}}
+    assert record_eval_bigram(rec) == pytest.approx(eval_bigram(char_corpus, 16, 4, 3), rel=1e-12)
+    assert math.isnan(record_eval_bigram({**rec, "config": {**rec["config"], "dataset": "openwebtext"}}))
+    assert math.isnan(record_eval_bigram({"config": {}}))

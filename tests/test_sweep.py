@@ -35,12 +35,15 @@ def test_plans_ask_for_the_runs_each_section_describes():
     collapse = plan("04_joint_collapse", "smoke", SEEDS)
     random_runs = [s for s in collapse if s.eval_mode == "random"]
     assert len(random_runs) == 4 and {s.seed for s in random_runs} == {1337}
-    assert set(collapse) - set(random_runs) == set(plan("06_central", "smoke", SEEDS))  # block 0 over every seed
-    central = plan("06_central", "smoke", SEEDS)
+    central = [s for s in plan("06_central", "smoke", SEEDS) if s.profile.name == "smoke"]
+    assert set(collapse) - set(random_runs) == set(central)  # block 0 over every seed
     assert len(central) == 8 and all(s.eval_mode == "fixed" and s.deterministic for s in central)
+    twin = [s for s in plan("06_central", "smoke", SEEDS) if s.profile.name != "smoke"]
+    assert {s.profile.name for s in twin} == {"smoke-dropout"} and len(twin) == 8
     gains = {s.gain for s in plan("05_confounds", "smoke", SEEDS)}
     assert gains == {0.5, 1.0, 2.0, 4.0}
-    assert {s.variant for s in plan("07_mechanism", "smoke", SEEDS)} == {"attn_only", "ffn_only", "mixer"}
+    assert {s.variant for s in plan("07_mechanism", "smoke", SEEDS)} == {"attn_only", "ffn_only", "mixer", "pointwise",
+                                                                          "full"}
     repro = plan("08_reproduction", "smoke", SEEDS)
     assert sum(not s.deterministic for s in repro) == 3
     with pytest.raises(ValueError, match="no section named"):
@@ -120,8 +123,9 @@ def test_sweep_trains_seed_by_seed(monkeypatch, tmp_path):
     sweep([str(p) for p in NOTEBOOKS if p.stem in ("06_central", "07_mechanism", "08_reproduction")],
           profile="smoke", seeds=[7, 5], results_dir=tmp_path, run_notebooks=False, progress=False, jobs=1)
     seeds = [s.seed for group in queued for s in group]
-    # seed 7: four central variants, the mixer, a deterministic and three non-deterministic repeats
-    assert seeds == [7] * 9 + [5] * 5
+    # seed 7: four central variants and the same with dropout, the mixer and its control, a deterministic
+    # and three non-deterministic repeats; seed 5: all but the repeats
+    assert seeds == [7] * 14 + [5] * 10
 
 
 class _RecordingPool:
@@ -151,7 +155,7 @@ def test_a_misspelt_section_parameter_is_refused_not_ignored():
                                          "gain_variant"):
         plan("05_confounds", "smoke", SEEDS, gain_varaint="ffn_only")
     with pytest.raises(ValueError, match="none besides profile"):
-        plan("06_central", "smoke", SEEDS, repeats=2)
+        plan("07_mechanism", "smoke", SEEDS, repeats=2)
     assert len(plan("05_confounds", "smoke", SEEDS, gains=[1.0, 2.0])) < len(plan("05_confounds", "smoke", SEEDS))
 
 

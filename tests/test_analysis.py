@@ -1,0 +1,44 @@
+"""Numbers the chapters compute from records: the mixer test's shares of the gap."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from residual_lib import analysis
+
+
+def _frame(losses: dict[str, list[float]]) -> pd.DataFrame:
+    return pd.DataFrame([{"variant": v, "seed": s, "final_val_loss": x}
+                         for v, xs in losses.items() for s, x in enumerate(xs)])
+
+
+def test_mixer_shares_split_the_gap_between_the_control_and_the_mixing():
+    # means: attn_only 1.8, ffn_only 3.3 (gap 1.5), mixer 2.1, pointwise 2.7
+    frame = _frame({"attn_only": [1.7, 1.8, 1.9], "ffn_only": [3.2, 3.3, 3.4], "mixer": [2.0, 2.1, 2.2],
+                    "pointwise": [2.6, 2.7, 2.8], "full": [1.6, 1.7, 1.8]})
+    shares = analysis.mixer_shares(frame)
+    assert shares["gap"] == pytest.approx(1.5)
+    assert shares["mixer"] == pytest.approx(1.2 / 1.5)
+    assert shares["pointwise"] == pytest.approx(0.6 / 1.5)
+    assert shares["mixing"] == pytest.approx(0.6 / 1.5)
+    assert shares["mixing"] == pytest.approx(shares["mixer"] - shares["pointwise"])
+    for name in ("mixer", "pointwise", "mixing"):
+        assert shares[f"{name}_low"] < shares[name] < shares[f"{name}_high"]
+    assert shares["gap_ci_low"] < 1.5 < shares["gap_ci_high"]
+    assert (shares["n_attn_only"], shares["n_pointwise"]) == (3, 3)
+    # the same values read in another order give the same intervals
+    again = analysis.mixer_shares(frame.sample(frac=1.0, random_state=1))
+    assert again["mixing_low"] == shares["mixing_low"] and again["mixing_high"] == shares["mixing_high"]
+
+
+def test_mixer_shares_without_the_control_leave_its_shares_missing():
+    frame = _frame({"attn_only": [1.7, 1.9], "ffn_only": [3.2, 3.4], "mixer": [2.4]})
+    shares = analysis.mixer_shares(frame)
+    assert shares["mixer"] == pytest.approx(0.9 / 1.5)
+    assert math.isnan(shares["mixer_low"])  # one mixer seed: no interval
+    assert all(math.isnan(shares[k]) for k in ("pointwise", "mixing", "pointwise_low", "mixing_high"))
+    assert shares["n_pointwise"] == 0
+    assert math.isnan(analysis.mixer_shares(_frame({"mixer": [2.0, 2.1]}))["mixer"])

@@ -436,6 +436,24 @@ LADDER_GAPS = {
 }
 
 
+def ladder_rungs(records: pd.DataFrame, rungs) -> pd.DataFrame:
+    """One row per rung of the ladder: its shape, parameter count (the full model's), training
+    tokens per run and per parameter, the runs recorded and their median wall time."""
+    from .model import GPTConfig, ResidualGPT
+    from .profiles import get_profile
+
+    rows = []
+    for rung in rungs:
+        p = get_profile(rung)
+        n_params = ResidualGPT(GPTConfig.for_profile(p, "full")).num_params()
+        tokens = p.max_iters * p.tokens_per_step
+        mine = records[records.profile == rung] if len(records) else records
+        rows.append({"profile": rung, "layers": p.n_layer, "width": p.n_embd, "parameters": n_params,
+                     "tokens": tokens, "tokens per parameter": tokens / n_params, "runs recorded": len(mine),
+                     "minutes per run": float(mine.wall_seconds.median()) / 60 if len(mine) else math.nan})
+    return pd.DataFrame(rows)
+
+
 def ladder_gap_points(frame: pd.DataFrame, value: str = "final_val_loss") -> pd.DataFrame:
     """The scale ladder's two gaps per rung and seed: ``attn_only - full`` (paired by seed:
     what removing the FFN residual costs) and ``ffn_only - floor`` (how far removing the

@@ -245,7 +245,8 @@ def escape_distances(runs: pd.DataFrame, thresholds, order: list[str]) -> plt.Fi
         ax.annotate(f"{t:g}", (t, 1.0), xycoords=("data", "axes fraction"), xytext=(2, 2),
                     textcoords="offset points", fontsize=9)
     ax.axvline(0, color="#999999", lw=0.8)
-    ax.set_xscale("symlog", linthresh=0.05, linscale=1.5)
-    ax.set(xlabel="nats below the floor at the end of training (symmetric log scale)", ylabel="")
+    low, high = min(-0.05, runs.below_floor.min() - 0.02), max(max(thresholds) + 0.05, runs.below_floor.max() + 0.03)
+    ax.set_xlim(low, high)
+    ax.set(xlabel="nats below the floor at the end of training", ylabel="")
     fig.tight_layout()
     return fig

@@ -640,8 +640,9 @@ def build(results_dir: str | Path | None = None, stand_in: str = "cpu", records:
 class Threshold:
     """A number a verdict rule compares with: the module constant ``name``, what it means,
     the plausible alternatives :func:`sensitivity` tries, and the commit that set its
-    present value (with its date), so that a reader can see whether it was set before or
-    after the records it judges (a test checks these against the history when it is there)."""
+    present value (with its time, ISO 8601), so that a reader can see whether it was set
+    before or after the records it judges (a test checks these against the history when it
+    is there)."""
 
     name: str
     meaning: str
@@ -657,24 +658,27 @@ class Threshold:
 #: Every threshold that decides a verdict.
 THRESHOLDS = (
     Threshold("FLOOR_TOL", "nats either side of the floor that count as at the floor", (0.02, 0.10),
-              "2026-12-02", "8008129"),
+              "2026-12-02T11:41:02+00:00", "8008129"),
     Threshold("RECOVERY_MARGIN", "nats below the floor (and below ffn_only) that count as recovered", (0.25, 1.0),
-              "2026-12-02", "8008129"),
+              "2026-12-02T11:41:02+00:00", "8008129"),
     Threshold("LAYER0_ZERO", "block-0 gradient norm that counts as the paper's 0.000", (1e-4, 1e-3),
-              "2026-12-02", "8008129"),
+              "2026-12-02T11:41:02+00:00", "8008129"),
     Threshold("LAYER0_FROM", "share of training after which block 0 is read (the paper's step 300)", (0.03, 0.12),
-              "2026-12-03", "5380c9f"),
-    Threshold("GAIN_TOL", "nats within which gains count as equivalent", (0.02, 0.10), "2026-12-02", "8008129"),
-    Threshold("SEED_SPREAD", "seed-to-seed std that counts as a large spread", (0.05, 0.2), "2026-12-03", "5380c9f"),
+              "2026-12-03T04:48:36+00:00", "5380c9f"),
+    Threshold("GAIN_TOL", "nats within which gains count as equivalent", (0.02, 0.10), "2026-12-02T11:41:02+00:00",
+              "8008129"),
+    Threshold("SEED_SPREAD", "seed-to-seed std that counts as a large spread", (0.05, 0.2),
+              "2026-12-03T04:48:36+00:00", "5380c9f"),
     Threshold("SPREAD_TOL", "run-to-run spread that counts as the repeats differ", (0.005, 0.02),
-              "2026-12-02", "8008129"),
-    Threshold("ALPHA_NEAR_ONE", "α_tt that counts as ≈ 1", (0.8, 0.95), "2026-12-03", "5380c9f"),
+              "2026-12-02T11:41:02+00:00", "8008129"),
+    Threshold("ALPHA_NEAR_ONE", "α_tt that counts as ≈ 1", (0.8, 0.95), "2026-12-03T04:48:36+00:00",
+              "5380c9f"),
     Threshold("REL_TOL", "relative agreement with a paper number at its own profile", (0.01, 0.05),
-              "2026-12-02", "8008129"),
+              "2026-12-02T11:41:02+00:00", "8008129"),
     Threshold("DRIFT_REL", "relative agreement of a drift figure with the paper's", (0.05, 0.2),
-              "2026-12-03", "this change"),
+              "2026-12-03T16:56:55+00:00", "54b7525"),
     Threshold("NOISE_SHARE", "share of a discrepancy below which evaluation noise cannot explain it", (0.05, 0.2),
-              "2026-12-03", "this change"),
+              "2026-12-03T16:56:55+00:00", "54b7525"),
 )
 
 
@@ -724,7 +728,8 @@ def threshold_table(sensitivity_table: pd.DataFrame, records: pd.DataFrame, stan
     from .records import read_record
 
     judged = records[records.profile.isin(stand_ins(stand_in))]
-    days = pd.Series([str(read_record(p)["provenance"].get("finished_at", ""))[:10] for p in judged.path], dtype=str)
+    made = pd.to_datetime(pd.Series([read_record(p)["provenance"].get("finished_at") for p in judged.path],
+                                    dtype=object), utc=True)
     rows = []
     for name, group in sensitivity_table.groupby("threshold", sort=False):
         first = group.iloc[0]
@@ -732,9 +737,14 @@ def threshold_table(sensitivity_table: pd.DataFrame, records: pd.DataFrame, stan
         for alt, changes in zip(group.alternative, group.changes):
             said = "; ".join(f"{TITLES.get(c, c)} at {p}: {a} → {b}" for c, p, a, b in changes)
             effects.append(f"{alt:g}: {said or 'no verdict changes'}")
-        before = int((days < first.set_on).sum())
-        when = (f"{first.set_on} ({first.commit}); {before} of {len(days)} stand-in records were made before that day"
-                if len(days) else f"{first.set_on} ({first.commit})")
+        set_on = pd.Timestamp(first.set_on)
+        before = int((made < set_on).sum())
+        when = f"{set_on:%Y-%m-%d %H:%M} UTC, commit {first.commit}"
+        if len(made):
+            after = int((made >= set_on).sum())
+            when += (f": before all {len(made)} stand-in records it judges" if not before else
+                     f": after {before} of the {len(made)} stand-in records it judges" + (
+                         f" (the other {after} were made later)" if after else ""))
         rows.append({"threshold": name, "meaning": first.meaning, "value": f"{first.value:g}",
                      "at the alternatives": "; ".join(effects), "set": when})
     return pd.DataFrame(rows)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from .paths import default_results_dir  # noqa: F401 (re-exported: notebooks import it from here)
-from .profiles import DROPOUT_TWIN, get_profile, ladder
+from .profiles import DROPOUT_TWIN, LADDER_SEEDS, get_profile, ladder
 from .records import diverged, find_record, load_records, usable
 from .runs import CENTRAL_VARIANTS, PAPER_SEEDS, Run
 from .train import obtain
@@ -65,8 +65,10 @@ def _reproduction(profile, seeds, variants, repeats=3, repro_variant="attn_only"
 
 
 def _scale_ladder(profile, seeds, variants, ladder_seeds=3):
-    # every rung of the ladder, the central variants, the first ladder_seeds seeds
-    return [Run(rung, v, s) for rung in ladder(profile) for v in variants for s in seeds[:ladder_seeds]]
+    # every rung of the ladder, the central variants, the first ladder_seeds seeds (fewer at
+    # the rungs of LADDER_SEEDS); rung by rung, so the smaller rungs finish first
+    return [Run(rung, v, s) for rung in ladder(profile) for v in variants
+            for s in seeds[:min(ladder_seeds, LADDER_SEEDS.get(rung, ladder_seeds))]]
 
 
 #: The FFNOnly escape study's conditions: the profile each one trains at, per base profile.

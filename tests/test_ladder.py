@@ -12,21 +12,36 @@ from residual_lib.profiles import get_profile, ladder
 from residual_lib.sections import ensure, plan
 
 
-def test_the_ladder_changes_only_the_width():
+def test_the_ladder_keeps_one_budget_and_changes_only_the_model():
     rungs = [get_profile(r) for r in ladder("cpu")]
-    assert [r.name for r in rungs][-1] == "cpu"
-    assert [r.n_embd for r in rungs] == sorted(r.n_embd for r in rungs) and len({r.n_embd for r in rungs}) == 3
-    base = rungs[-1].to_dict()
-    for rung in rungs[:-1]:
-        diff = {k for k, v in rung.to_dict().items() if base[k] != v}
-        assert diff == {"name", "n_embd"}
+    assert [r.name for r in rungs] == ["ladder-0.1m", "ladder-0.3m", "cpu", "ladder-3m", "ladder-10m"]
+    base = rungs[2].to_dict()
+    for rung in rungs[:4]:  # four layers: only the width changes
+        assert {k for k, v in rung.to_dict().items() if base[k] != v} <= {"name", "n_embd"}
+    top = rungs[-1].to_dict()  # the paper-10m shape at the ladder's budget
+    assert {k for k, v in top.items() if base[k] != v} == {"name", "n_layer", "n_head", "n_embd"}
+    paper = get_profile("paper-10m")
+    assert (top["n_layer"], top["n_head"], top["n_embd"]) == (paper.n_layer, paper.n_head, paper.n_embd)
+    assert [r.n_embd for r in rungs] == sorted(r.n_embd for r in rungs)
     assert ladder("paper-10m") == ladder("cpu")  # the ladder is a CPU study
 
 
 def test_ladder_plan_covers_every_rung_variant_and_first_three_seeds():
     specs = plan("09_scale_ladder", "cpu", seeds=[1, 2, 3, 4], variants=["full", "ffn_only"])
+    # the 10M rung, over an hour a run on one core, asks for the first seed only
     assert {(s.profile.name, s.variant, s.seed) for s in specs} == {
-        (r, v, s) for r in ladder("cpu") for v in ("full", "ffn_only") for s in (1, 2, 3)}
+        (r, v, s) for r in ladder("cpu") for v in ("full", "ffn_only")
+        for s in ((1,) if r == "ladder-10m" else (1, 2, 3))}
+
+
+def test_the_rung_table_gives_tokens_per_parameter_and_the_cost_per_run():
+    rows = pd.DataFrame([{"profile": "cpu", "wall_seconds": 600.0}, {"profile": "cpu", "wall_seconds": 900.0}])
+    table = analysis.ladder_rungs(rows, ["cpu", "ladder-10m"]).set_index("profile")
+    assert table.loc["cpu", "tokens"] == 2000 * 32 * 64 and table.loc["ladder-10m", "tokens"] == 2000 * 32 * 64
+    assert 10.5e6 < table.loc["ladder-10m", "parameters"] < 10.8e6
+    assert table.loc["ladder-10m", "tokens per parameter"] == pytest.approx(0.384, abs=0.01)
+    assert table.loc["cpu", "minutes per run"] == pytest.approx(12.5) and math.isnan(table.loc["ladder-10m",
+                                                                                           "minutes per run"])
 
 
 def test_ensure_can_show_a_partial_ladder(tmp_path):

@@ -167,7 +167,7 @@ def _summary(args) -> int:
 
     args.results = str(_results(args.results or args.results_dir))
 
-    from .records import controlled, diverged, load_records, summarize, usable
+    from .records import controlled, diverged, load_records, off_recipe_lines, recipe_runs, summarize, usable
 
     if args.profile:
         get_profile(args.profile)
@@ -179,6 +179,9 @@ def _summary(args) -> int:
         raise RunError(f"no run records under {where}: train some first (python -m residual_lib train ...)")
     for row in diverged(every).itertuples():
         print(f"left out: {row.profile} {row.variant} seed {row.seed} diverged ({row.path})")
+    for line in off_recipe_lines(every):
+        print(f"left out, not part of this profile: {line}")
+    every = recipe_runs(every)
     if usable(every).empty:
         raise RunError(f"every run record under {args.results} is of a diverged run: nothing to summarise")
     every = usable(every)

@@ -191,7 +191,7 @@ COLAB_NOTE = '''**Running this notebook.** It runs the `{profile}` profile by de
 `cpu` profile: set `profile = "cpu"` and `seeds = {seeds}` in the parameters cell
 below to see the same numbers; the repository's committed `cpu` records are then read, not
 retrained. Headless, the same with papermill:
-`papermill {path} out.ipynb -p profile cpu -y "seeds: {seeds}"`.'''
+`papermill {path} out.ipynb -p profile cpu -p seeds "{seeds}"`.'''
 
 
 def repository_url(root: Path = ROOT) -> str:

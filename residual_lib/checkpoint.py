@@ -3,11 +3,17 @@ it had never stopped -- weights, optimiser, the data order's and the evaluation 
 generators, torch's RNG (dropout), the curves so far -- written atomically under
 ``<results>/<profile>/.checkpoints/``. :func:`residual_lib.train.train_group` saves one every
 N steps and resumes from it; :func:`residual_lib.train.obtain` deletes it once the records
-are written."""
+are written.
+
+A checkpoint file is one header line, ``residual_lib checkpoint sha256=<hex>``, followed by
+the ``torch.save`` bytes it hashes. ``torch.load`` does not notice bytes overwritten inside a
+tensor, so the hash is checked first: a checkpoint that fails it (overwritten, truncated, or
+written without a header) is ignored with one line on stderr and the run starts over."""
 
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import sys
 import tempfile
@@ -18,6 +24,13 @@ import torch
 #: Steps between checkpoints for the profiles whose runs last longer than ~10 minutes on the
 #: machines they are meant for; shorter runs are cheaper to retrain than to checkpoint.
 CHECKPOINT_EVERY = {"paper-10m": 250, "paper-124m": 250}
+
+#: The start of a checkpoint's header line; the sha256 of the rest of the file follows it.
+HEADER = b"residual_lib checkpoint sha256="
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file whose contents do not match its checksum, or that has none."""
 
 
 def checkpoint_path(results_dir: str | os.PathLike, runs: list) -> Path:
@@ -39,14 +52,31 @@ def save_checkpoint(path: Path, step: int, states: list, optimizer, params: dict
         "cuda_rng": torch.cuda.get_rng_state_all() if states[0].device.startswith("cuda") else None,
     }
     path.parent.mkdir(parents=True, exist_ok=True)
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    body = buffer.getbuffer()
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
     try:
-        torch.save(payload, tmp)
+        with os.fdopen(fd, "wb") as out:
+            out.write(HEADER + hashlib.sha256(body).hexdigest().encode() + b"\n")
+            out.write(body)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def read_checkpoint(path: str | os.PathLike, map_location=None) -> dict:
+    """The payload :func:`save_checkpoint` wrote to ``path``, once its sha256 matches the one in
+    its header; :class:`CheckpointError` if it does not, or the header is missing."""
+    data = Path(path).read_bytes()
+    end = data.find(b"\n", 0, len(HEADER) + 65)
+    if not data.startswith(HEADER) or end != len(HEADER) + 64:
+        raise CheckpointError("no sha256 checksum header")
+    body = memoryview(data)[end + 1:]
+    if hashlib.sha256(body).hexdigest().encode() != data[len(HEADER):end]:
+        raise CheckpointError("sha256 checksum mismatch")
+    return torch.load(io.BytesIO(body), map_location=map_location, weights_only=False)
 
 
 def load_checkpoint(path: Path | None, states: list, optimizer, params: dict) -> tuple[int, float, float]:
@@ -55,10 +85,10 @@ def load_checkpoint(path: Path | None, states: list, optimizer, params: dict) ->
     if path is None or not path.is_file():
         return 0, 0.0, 0.0
     try:
-        payload = torch.load(path, map_location=states[0].device, weights_only=False)
+        payload = read_checkpoint(path, map_location=states[0].device)
     except Exception as exc:  # a damaged checkpoint costs the time it saved, nothing else
-        print(f"residual_lib: ignoring unreadable checkpoint {path} ({exc.__class__.__name__}); starting over",
-              file=sys.stderr)
+        reason = exc if isinstance(exc, CheckpointError) else exc.__class__.__name__
+        print(f"residual_lib: ignoring unreadable checkpoint {path} ({reason}); starting over", file=sys.stderr)
         return 0, 0.0, 0.0
     if payload.get("keys") != [s.key for s in states]:
         return 0, 0.0, 0.0

@@ -14,10 +14,23 @@ has (records without it are version 1 and have all of version 2 but ``status``, 
 ``ok``). ``status`` is ``ok`` or ``diverged`` (a non-finite training loss, at
 ``diverged_at_step``; the trainer stops such a run and its losses are ``null``).
 
+**Vouching.** Every record carries ``digest``, the sha256 of its own content without that
+field (:func:`seal`, applied by :func:`write_record`), so a number edited after the run
+wrote it is caught on read; and a run that trained to the end (status ``ok``) must agree
+with itself: its final validation loss is the last point of its validation curve, its best
+the smallest point (at ``best_step``), and every loss it logged is finite and positive.
+``scripts/migrate_records.py`` seals records made before the field existed (keys unchanged).
+
 **Reading.** :func:`validate_record` checks a record file: it parses as strict JSON, has
-every required field with a value of the right kind, and its key, profile, variant and
-seed agree with its file name and folder, the key being recomputed from the record's own
-configuration. Readers never trust a file that fails: :func:`find_record` (what the
+every required field with a value of the right kind, its digest matches its content, its
+numbers agree with its curves, and its key, profile, variant and seed agree with its file
+name and folder, the key being recomputed from the record's own configuration.
+
+**Recipes.** A run whose profile fields were overridden (``train --max-iters 100``) keeps
+the profile's name and folder but is not a run of that profile's recipe: :func:`load_records`
+marks it (``on_recipe`` False, with the fields that differ in ``off_recipe``), and the
+tables and verdicts, which read :func:`controlled` or :func:`recipe_runs`, leave it out and
+name it (:func:`off_recipe`). Readers never trust a file that fails: :func:`find_record` (what the
 trainer and the sweep use to decide what is cached) moves it aside to
 ``<name>.json.bad`` (never deleting it) and reports it in one line, so the run is
 trained again; :func:`load_records` (what the chapters, the scorecard, ``summary`` and
@@ -47,8 +60,8 @@ import pandas as pd
 from .data import atomic_write_bytes
 from .runs import RECORD_VERSION, record_key
 
-#: The record content's format: 2 added ``status`` and ``diverged_at_step``.
-SCHEMA_VERSION = 2
+#: The record content's format: 2 added ``status`` and ``diverged_at_step``, 3 ``digest``.
+SCHEMA_VERSION = 3
 STATUSES = ("ok", "diverged")
 
 #: Fields every record has, with the kind of value each holds.
@@ -74,7 +87,44 @@ SCALARS = (
     "status", "final_val_loss", "best_val_loss", "unigram_floor", "eval_floor", "n_params", "steps",
     "wall_seconds", "tokens_per_second",
 )
-DERIVED = ("block_size", "device", "device_name", "eval_bigram")
+DERIVED = ("block_size", "device", "device_name", "eval_bigram", "on_recipe", "off_recipe")
+
+
+def digest(record: dict) -> str:
+    """The sha256 of ``record``'s content without its ``digest`` field, as strict JSON with
+    sorted keys and no spaces (what a record written by :func:`write_record` reads back as)."""
+    import hashlib
+
+    body = {k: v for k, v in _strict(record).items() if k != "digest"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
+                          ).hexdigest()
+
+
+def seal(record: dict) -> dict:
+    """``record`` with its ``digest`` (a new dict; the schema version it seals is 3 or later)."""
+    sealed = {k: v for k, v in record.items() if k != "digest"}
+    sealed["digest"] = digest(sealed)
+    return sealed
+
+
+def _consistent(rec: dict) -> str | None:
+    """Why the numbers of a record whose run trained to the end disagree with its curves, or None."""
+    val, train = rec["curves"].get("val") or {}, rec["curves"].get("train") or {}
+    val_loss, steps = val.get("loss") or [], val.get("step") or []
+    for name, series in (("curves.val.loss", val_loss), ("curves.train.loss", train.get("loss") or [])):
+        for i, x in enumerate(series):
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x <= 0:
+                return f"{name}[{i}] is {x!r}: a loss is a finite positive number"
+    if not val_loss:
+        return "no validation curve"
+    if rec["final_val_loss"] != val_loss[-1]:
+        return f"final_val_loss {rec['final_val_loss']!r} is not the last validation point {val_loss[-1]!r}"
+    if rec["best_val_loss"] != min(val_loss):
+        return f"best_val_loss {rec['best_val_loss']!r} is not the smallest validation point {min(val_loss)!r}"
+    best_step = rec.get("best_step")
+    if best_step is not None and len(steps) == len(val_loss) and steps[val_loss.index(min(val_loss))] != best_step:
+        return f"best_step {best_step!r} is not the step of the smallest validation point"
+    return None
 
 
 def make_record(run, **measured) -> dict:
@@ -156,7 +206,8 @@ def _check(path: Path) -> dict:
         raise RecordError(path, f"missing field(s) {', '.join(absent)}")
     for name, kind in REQUIRED.items():
         value = rec[name]
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
             raise RecordError(path, f"field {name} holds {type(value).__name__} {str(value)[:40]!r}")
     status = rec.get("status", "ok")
     if status not in STATUSES:
@@ -165,6 +216,9 @@ def _check(path: Path) -> dict:
         for name in ("final_val_loss", "best_val_loss"):
             if rec[name] is None or not math.isfinite(rec[name]):
                 raise RecordError(path, f"{name} is {rec[name]} in a run whose status is ok")
+        problem = _consistent(rec)
+        if problem:
+            raise RecordError(path, problem)
     expected = f"{rec['variant']}_seed{rec['seed']}_{rec['key']}.json"
     if path.name != expected:
         raise RecordError(path, f"its content ({rec['profile']} {rec['variant']} seed {rec['seed']}, key "
@@ -177,6 +231,10 @@ def _check(path: Path) -> dict:
         raise RecordError(path, "config.profile is missing or malformed") from None
     if key != rec["key"]:
         raise RecordError(path, f"its configuration hashes to key {key}, not {rec['key']}")
+    if "digest" not in rec:
+        raise RecordError(path, "no digest: records made before schema 3 are sealed by scripts/migrate_records.py")
+    if rec["digest"] != digest(rec):
+        raise RecordError(path, "its content does not match its digest: the file was changed after the run wrote it")
     return rec
 
 
@@ -378,7 +436,7 @@ def write_record(record: dict, path: str | os.PathLike) -> Path:
     beside ``path`` and rename it into place: readers see either no file or the whole
     record. Output is byte-stable (sorted keys), so rewriting the same record changes nothing."""
     path = Path(path)
-    payload = json.dumps(_strict(record), sort_keys=True, indent=1, allow_nan=False) + "\n"
+    payload = json.dumps(_strict(seal(record)), sort_keys=True, indent=1, allow_nan=False) + "\n"
     atomic_write_bytes(path, payload.encode())
     return path
 
@@ -440,6 +498,8 @@ def load_records(path, skip_bad: bool = False) -> pd.DataFrame:
         row["device"] = rec["provenance"].get("device")
         row["device_name"] = rec["provenance"].get("device_name")
         row["eval_bigram"] = record_eval_bigram(rec)
+        row["off_recipe"] = recipe_difference(rec)
+        row["on_recipe"] = not row["off_recipe"]
         row["path"] = str(file)
         rows.append(row)
     columns = [*SCALARS, *DERIVED, "path"]
@@ -531,9 +591,41 @@ def summarize(frame: pd.DataFrame, value: str = "final_val_loss", by=("profile",
     return grouped.agg(["mean", "std", "min", "max", "count"]).reset_index()
 
 
+def recipe_difference(rec: dict) -> str:
+    """The fields in which a record's profile differs from today's profile of its name, as
+    ``"max_iters 100 (profile: 2000)"`` (several joined by ``"; "``); ``""`` for a run of
+    the profile's recipe. A record of a profile this code does not define differs in all."""
+    from .profiles import ProfileError, get_profile
+
+    stored = (rec.get("config") or {}).get("profile") or {}
+    try:
+        named = get_profile(rec["profile"]).to_dict()
+    except ProfileError:
+        return f"profile {rec['profile']!r} is not defined here"
+    return "; ".join(f"{k} {stored.get(k)!r} (profile: {named.get(k)!r})"
+                     for k in sorted(set(stored) | set(named)) if stored.get(k) != named.get(k))
+
+
+def recipe_runs(frame: pd.DataFrame) -> pd.DataFrame:
+    """The runs of ``frame`` made by their profile's recipe (no overridden field)."""
+    return frame[frame.on_recipe.astype(bool)] if "on_recipe" in frame else frame
+
+
+def off_recipe(frame: pd.DataFrame) -> pd.DataFrame:
+    """The runs of ``frame`` whose profile fields were overridden: not part of their profile."""
+    return frame[~frame.on_recipe.astype(bool)] if "on_recipe" in frame else frame.head(0)
+
+
+def off_recipe_lines(frame: pd.DataFrame) -> list[str]:
+    """One line per run of :func:`off_recipe`, naming it and what differs."""
+    return [f"{r.profile} {r.variant} seed {r.seed} (key {r.key}): {r.off_recipe}" for r in off_recipe(frame).itertuples()]
+
+
 def controlled(frame: pd.DataFrame) -> pd.DataFrame:
-    """The runs of the controlled comparison: fixed validation batches, gain 1, deterministic,
-    unperturbed initialisation, first replicate -- one run per (profile, variant, seed)."""
+    """The runs of the controlled comparison: the profile's recipe, fixed validation
+    batches, gain 1, deterministic, unperturbed initialisation, first replicate -- one run
+    per (profile, variant, seed)."""
+    frame = recipe_runs(frame)
     mask = ((frame.eval_mode == "fixed") & (frame.gain == 1.0) & frame.deterministic.astype(bool)
             & (frame.replicate == 0) & (frame.init_noise == 0))
     return frame[mask]

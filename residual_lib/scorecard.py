@@ -48,7 +48,7 @@ import pandas as pd
 from . import analysis, paper
 from .paths import default_results_dir
 from .profiles import DROPOUT_TWIN
-from .records import controlled, diverged, load_records, usable
+from .records import controlled, diverged, load_records, off_recipe_lines, recipe_runs, usable
 
 FLOOR_TOL = 0.05  # nats either side of the evaluation floor: "at the floor"
 RECOVERY_MARGIN = 0.5  # nats below the floor: "recovers"
@@ -135,7 +135,7 @@ class _Records:
 
     def __init__(self, frame: pd.DataFrame, profile: str):
         self.profile = profile
-        self.all = frame[frame.profile == profile]
+        self.all = recipe_runs(frame[frame.profile == profile])  # an overridden run is not the profile's
         self.central = controlled(self.all)
         base = self.all[(self.all.gain == 1.0) & (self.all.replicate == 0) & self.all.deterministic.astype(bool)
                         & (self.all.init_noise == 0)]
@@ -596,7 +596,17 @@ def scale_note(results_dir: str | Path | None = None, stand_in: str = "cpu") -> 
     return (f"**Scale.** The `{stand_in}` rows come from {size} stand-in for the paper's 10M model, "
             f"trained on the same character corpus. They test the paper's qualitative claims (who collapses, "
             f"who recovers, which confound matters); its absolute 10M and 124M numbers are checked only at "
-            f"`paper-10m` and `paper-124m`.{dropout} {waiting}" + _diverged_note(records))
+            f"`paper-10m` and `paper-124m`.{dropout} {waiting}" + _diverged_note(records)
+            + _off_recipe_note(records))
+
+
+def _off_recipe_note(records: pd.DataFrame) -> str:
+    lines = off_recipe_lines(records)
+    if not lines:
+        return ""
+    return (f" {len(lines)} record{'s are' if len(lines) > 1 else ' is'} not part of {'their' if len(lines) > 1 else 'its'} "
+            f"profile (a field was overridden when it was trained) and left out of every verdict: "
+            + "; ".join(lines) + ".")
 
 
 def _diverged_note(records: pd.DataFrame) -> str:

@@ -7,20 +7,31 @@ written) and calls :func:`ensure`; :func:`plan` turns them into the list of runs
 (:class:`residual_lib.runs.Run`) the section needs; cached records are returned as they are
 and only missing ones are trained. The sweep command calls the same :func:`plan` to train
 everything up front, in parallel, before it executes the notebooks.
+
+Parameters are checked before anything else (:func:`check_parameters`): each one is read in
+its common spellings -- papermill's ``-p`` passes ``"[1, 2]"`` and ``"1,2"`` as strings and
+``-r`` passes every value as one -- and a value of the wrong kind is a
+:class:`ParameterError` whose one line names the parameter, the value and how to pass it.
 """
 
 from __future__ import annotations
 
+import ast
 import inspect
+import math
+import numbers
 import os
+import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
 from .paths import default_results_dir  # noqa: F401 (re-exported: notebooks import it from here)
-from .profiles import DROPOUT_TWIN, LADDER_SEEDS, get_profile, ladder
+from .model import VARIANTS
+from .profiles import DROPOUT_TWIN, LADDER_SEEDS, PROFILES, get_profile, ladder
 from .records import diverged, find_record, load_records, usable
-from .runs import CENTRAL_VARIANTS, PAPER_SEEDS, Run
+from .runs import CENTRAL_VARIANTS, MAX_SEED, PAPER_SEEDS, Run
 from .train import obtain
 
 #: The profile a notebook run as it is, or a sweep without --profile, trains: seconds a run.
@@ -194,13 +205,142 @@ def defaults(section: str) -> dict:
     return {n: list(v) if isinstance(v, tuple) else v for n, v in {**COMMON_PARAMETERS, **own}.items()}
 
 
+class ParameterError(ValueError):
+    """A notebook parameter of the wrong kind; the message, one line, names the parameter, the
+    value given and how to pass it."""
+
+
+#: The smallest value of the sections' integer parameters (0 where not named here).
+_MINIMUM = {"ladder_seeds": 1, "repeats": 1}
+
+
+def _items(value) -> list:
+    """The items of a list parameter in its common spellings: a list or tuple, one value, or a
+    string holding a list (``"[1, 2]"``, JSON or Python) or items separated by commas and/or
+    spaces (``"1,2"``, ``"1 2"``). A string is never split into characters."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text[:1] in ("[", "(") and text[-1:] in ("]", ")"):
+            try:
+                parsed = ast.literal_eval(text)
+            except (ValueError, SyntaxError):  # e.g. [full, attn_only]: the names unquoted
+                parsed = None
+            if isinstance(parsed, (list, tuple)):
+                return list(parsed)
+            text = text[1:-1]
+        return [t.strip("'\"") for t in re.split(r"[\s,]+", text) if t.strip("'\"")]
+    if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
+        return list(value)
+    return [value]
+
+
+def _integer(item) -> int | None:
+    if isinstance(item, numbers.Integral) and not isinstance(item, bool):
+        return int(item)
+    if isinstance(item, str) and re.fullmatch(r"\s*\+?\d+\s*", item):
+        return int(item)
+    return None
+
+
+def _positive(item) -> float | None:
+    if isinstance(item, bool) or not isinstance(item, (numbers.Real, str)):
+        return None
+    try:
+        number = float(item)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) and number > 0 else None
+
+
+def _check_parameter(name: str, value, default):
+    """``value`` of the parameter ``name`` (whose default is ``default``) in its normal form,
+    or :class:`ParameterError`."""
+
+    def bad(what: str, fix: str):
+        shown = " ".join(repr(value).split())
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        return ParameterError(f"{name} must be {what}, got {shown}: pass {fix}")
+
+    def as_list(example: list, what: str, convert) -> list:
+        sequence = isinstance(value, (str, Sequence)) and not isinstance(value, (bytes, bytearray))
+        items = _items(value) if sequence or convert(value) is not None else None
+        out = [convert(item) for item in items] if items else None
+        if not out or any(item is None for item in out):
+            quoted = ", ".join(f'"{e}"' if isinstance(e, str) else str(e) for e in example)
+            listed = f"'[{quoted}]'" if any(isinstance(e, str) for e in example) else f'"[{quoted}]"'
+            raise bad(what, f"-p {name} {listed} or -r {name} \"{' '.join(str(e) for e in example)}\"")
+        return out
+
+    if name == "profile":
+        if not isinstance(value, str) or value not in PROFILES:
+            raise bad(f"one of {', '.join(PROFILES)}", f"-p {name} {default}")
+        return value
+    if name == "device":
+        if not isinstance(value, str) or not re.fullmatch(r"auto|cpu|cuda(:\d+)?", value):
+            raise bad("auto, cpu, cuda or cuda:N", f"-p {name} auto")
+        return value
+    if name == "results_dir":
+        if value is not None and not (isinstance(value, (str, os.PathLike)) and os.fspath(value)):
+            raise bad("a folder or None", f"-p {name} path/to/results, or leave it None for the checkout's results/")
+        return None if value is None else os.fspath(value)
+    if name == "variants" or name.endswith("_variant"):
+        known = ", ".join(VARIANTS)
+
+        def variant(item) -> str | None:
+            return item if isinstance(item, str) and item in VARIANTS else None
+
+        if name == "variants":
+            return as_list(list(default), f"a list of variant names ({known})", variant)
+        if variant(value) is None:
+            raise bad(f"one of {known}", f"-p {name} {default}")
+        return value
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return value.strip().lower() == "true"
+        raise bad("True or False", f"-p {name} True or -p {name} False")
+    if isinstance(default, int):
+        least = _MINIMUM.get(name, 0)
+        number = _integer(value)
+        if number is None or number < least:
+            raise bad(f"an integer >= {least}", f"-p {name} {default}")
+        return number
+    if isinstance(default, (list, tuple)) and all(_integer(d) is not None for d in default):
+        top = MAX_SEED if name == "seeds" else math.inf
+
+        def integer(item) -> int | None:
+            number = _integer(item)
+            return number if number is not None and 0 <= number <= top else None
+
+        return as_list(list(default), "a list of integers from 0 to 2^63 - 1" if name == "seeds" else
+                       "a list of integers >= 0", integer)
+    if isinstance(default, (list, tuple)):
+        return as_list(list(default), "a list of positive numbers", _positive)
+    raise TypeError(f"no check for the section parameter {name} (default {default!r}): add one to "
+                    "residual_lib.sections._check_parameter")
+
+
+def check_parameters(section: str, params: dict) -> dict:
+    """``params`` with each of ``section``'s parameters (:func:`defaults`) in its normal form:
+    the profile and the variants known names, seeds a list of integers from 0 to 2^63 - 1,
+    gains a list of positive floats, switches booleans, ``results_dir`` a string or None;
+    lists and switches in their common spellings (see :func:`_items`; ``"true"``,
+    ``"false"``). Other names pass through unchanged. A value of the wrong kind raises
+    :class:`ParameterError`."""
+    known = defaults(section)
+    return {n: _check_parameter(n, v, known[n]) if n in known else v for n, v in params.items()}
+
+
 def notebook_records(section: str, namespace: dict, **options) -> pd.DataFrame:
     """:func:`ensure` for a notebook, in one line. The section's parameters are read from the
     notebook's ``namespace`` (``globals()``, where papermill injects them); a parameter the
-    notebook sets to ``None`` (or leaves out) takes its :func:`defaults` value, which is
-    written back into ``namespace`` so that the page shows what it asked for.
+    notebook sets to ``None`` (or leaves out) takes its :func:`defaults` value. Each is checked
+    and normalised (:func:`check_parameters`: ``seeds="1337 42"`` is ``[1337, 42]``) and
+    written back into ``namespace``, so that the page shows what it asked for.
     ``options``: e.g. ``skip_missing``."""
     params = {n: namespace[n] if namespace.get(n) is not None else d for n, d in defaults(section).items()}
+    params = check_parameters(section, params)
     namespace.update(params)
     return ensure(section, **params, **options)
 

@@ -35,7 +35,9 @@ previous settings.
 Checkpoints (:mod:`residual_lib.checkpoint`). Long runs (the paper profiles:
 :data:`CHECKPOINT_EVERY`; any run with ``checkpoint_every``) save their whole state every N
 steps. A killed run started again resumes from its last checkpoint and ends bitwise
-identical to an uninterrupted one; the checkpoint is deleted once the record is written.
+identical to an uninterrupted one; the checkpoint is deleted once the record is written. A
+checkpoint whose sha256 does not match its contents is ignored (one line on stderr) and the
+run starts over.
 
 Divergence. A run whose training or validation loss becomes non-finite stops at the next
 logged step; its record has ``status: "diverged"``, the step, and null losses, and the

@@ -1,14 +1,17 @@
-"""Bring run records written before schema version 2 up to it, in place.
+"""Bring run records written before the current schema version up to it, in place.
 
     python scripts/migrate_records.py [RESULTS_DIR ...]   (default: results/ of this checkout)
 
 Version 2 added ``schema_version``, ``status`` and ``diverged_at_step``. Every record made
 before it trained to its last step with finite losses (the records of those runs say so:
 their final losses are numbers), so each gets ``status: "ok"`` and ``diverged_at_step:
-null``. Nothing else changes: the key (a hash of the run's configuration, which is not
-touched) stays the same, each file is rewritten atomically, and a file that is not a
-valid record, or that does not read back byte for byte in the canonical format first, is
-left alone and reported. Running it again changes nothing.
+null``. Version 3 added ``digest``, the sha256 of the record's own content
+(:func:`residual_lib.records.seal`): a record is sealed only if its numbers agree with its
+curves (the checks :func:`residual_lib.records.validate_record` makes), so the seal vouches
+for what the run wrote. Nothing else changes: the key (a hash of the run's configuration,
+which is not touched) stays the same, each file is rewritten atomically, and a file that is
+not a valid record, or that does not read back byte for byte in the canonical format first,
+is left alone and reported. Running it again changes nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from residual_lib.data import atomic_write_bytes  # noqa: E402
 from residual_lib.records import SCHEMA_VERSION, RecordError, validate_record, write_record  # noqa: E402
 
 
@@ -29,17 +33,26 @@ def canonical(record: dict) -> str:
 
 def migrate(path: Path) -> str:
     """``migrated``, ``current`` or the reason the file was left alone."""
+    original = path.read_text()
     try:
         record = dict(validate_record(path))  # a copy: validate_record's result is shared
+        if record.get("schema_version", 1) >= SCHEMA_VERSION:
+            return "current"
     except RecordError as exc:
-        return f"left alone: {exc.reason}"
-    if record.get("schema_version", 1) >= SCHEMA_VERSION:
-        return "current"
-    if path.read_text() != canonical(record):
+        if not exc.reason.startswith("no digest"):
+            return f"left alone: {exc.reason}"
+        record = json.loads(original)
+    if original != canonical(record):
         return "left alone: not in the canonical format, so a rewrite would change more than the new fields"
-    record.update(schema_version=SCHEMA_VERSION, status="ok", diverged_at_step=None)
-    write_record(record, path)
-    assert validate_record(path)["key"] == record["key"]
+    if record.get("schema_version", 1) < 2:
+        record.update(status="ok", diverged_at_step=None)
+    record["schema_version"] = SCHEMA_VERSION
+    write_record(record, path)  # sealed: write_record adds the digest
+    try:
+        assert validate_record(path)["key"] == record["key"]
+    except RecordError as exc:  # its numbers disagree with its curves: not sealed
+        atomic_write_bytes(path, original.encode())
+        return f"left alone: {exc.reason}"
     return "migrated"
 
 

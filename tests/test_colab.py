@@ -94,6 +94,43 @@ def test_ipynb_twin_matches_its_source(page):
     assert all(not c.get("outputs") for c in committed.cells if c.cell_type == "code")  # unexecuted
 
 
+def _papermill_parameters(command: str) -> dict:
+    """The parameters papermill injects for ``command`` (its ``-p`` and ``-r`` options)."""
+    import shlex
+
+    from papermill.cli import _resolve_type
+
+    args = shlex.split(command)
+    params = {args[i + 1]: _resolve_type(args[i + 2]) for i, a in enumerate(args) if a == "-p"}
+    return params | {args[i + 1]: args[i + 2] for i, a in enumerate(args) if a == "-r"}
+
+
+def _asked_seeds(section: str, params: dict, monkeypatch) -> list:
+    from residual_lib import sections
+
+    asked = {}
+    monkeypatch.setattr(sections, "ensure", lambda section, **kw: asked.update(kw))
+    sections.notebook_records(section, dict(params))
+    return asked["seeds"]
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p.stem != "scorecard" and p.stem != "not_reproduced"],
+                         ids=lambda p: p.stem)
+def test_the_notes_papermill_line_gives_the_notebook_the_seeds_it_names(page, monkeypatch):
+    twin = nbformat.read(page.with_suffix(".ipynb"), as_version=4)
+    note = next(c.source for c in twin.cells if c.get("id") == "colab-note")
+    named = yaml.safe_load(re.search(r"`seeds = (\[[^\]]*\])`", note).group(1))
+    params = _papermill_parameters(re.search(r"`(papermill [^`]+)`", note).group(1))
+    section = "05_confounds" if page.stem == "confounds" else page.stem
+    assert params["profile"] == "cpu" and _asked_seeds(section, params, monkeypatch) == named
+
+
+def test_the_readmes_papermill_line_gives_the_notebook_its_seeds(monkeypatch):
+    line = next(line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("papermill "))
+    params = _papermill_parameters(line.split("#")[0])
+    assert _asked_seeds("06_central", params, monkeypatch) == [1337, 42, 123]
+
+
 def test_toc_lists_every_notebook_under_its_repository_path():
     toc = (ROOT / "_toc.yml").read_text()
     for page in PAGES:

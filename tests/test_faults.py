@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from residual_lib.records import (BadRecordsError, RecordError, clean_stale_files, find_record, load_records,
+from residual_lib.records import (BadRecordsError, RecordError, clean_stale_files, find_record, load_records, seal,
                                   read_record, try_claim)
+from residual_lib.checkpoint import read_checkpoint
 from residual_lib.profiles import get_profile
 from residual_lib.runs import Run, record_path
 from residual_lib.execute import execute_notebook
@@ -76,10 +77,42 @@ def _damage(path: Path, how: str) -> str:
         rec["config"]["profile"]["max_iters"] = 1
         path.write_text(json.dumps(rec))
         return "hashes to key"
+    if how.startswith("edited-loss") and how != "edited-loss-bool":  # a published number changed by hand
+        value = {"edited-loss": 1.0, "edited-loss-negative": -1.0, "edited-loss-huge": 1e9}[how]
+        path.write_text(json.dumps({**rec, "final_val_loss": value}))
+        return f"final_val_loss {value!r} is not the last validation point"
+    if how == "edited-consistently":  # the final loss and the curve's last point changed together
+        rec["curves"]["val"]["loss"][-1] = rec["final_val_loss"] = rec["best_val_loss"] = 1.0
+        rec["best_step"] = rec["curves"]["val"]["step"][-1]
+        path.write_text(json.dumps(rec))
+        return "does not match its digest"
+    if how == "edited-loss-bool":
+        path.write_text(json.dumps({**rec, "final_val_loss": True}))
+        return "field final_val_loss holds bool"
+    if how == "edited-curve":  # a point that is neither the last nor the smallest: only the digest sees it
+        rec["curves"]["val"]["loss"][1] += 0.01
+        path.write_text(json.dumps(rec))
+        return "does not match its digest"
+    if how == "resealed-final":  # edited, and the digest recomputed to match: the curves still disagree
+        path.write_text(json.dumps(seal({**rec, "final_val_loss": 1.0})))
+        return "final_val_loss 1.0 is not the last validation point"
+    if how == "resealed-best":
+        path.write_text(json.dumps(seal({**rec, "best_val_loss": rec["best_val_loss"] + 0.5})))
+        return "is not the smallest validation point"
+    if how == "resealed-train-loss":
+        rec["curves"]["train"]["loss"][2] = -3.0
+        path.write_text(json.dumps(seal(rec)))
+        return "curves.train.loss[2] is -3.0"
+    if how == "unsealed":  # a record without a digest: made before schema 3 and never migrated
+        del rec["digest"]
+        path.write_text(json.dumps(rec))
+        return "no digest"
     raise ValueError(how)
 
 
-DAMAGES = ["truncated", "empty", "garbage", "nan", "missing-field", "other-run", "edited-number"]
+DAMAGES = ["truncated", "empty", "garbage", "nan", "missing-field", "other-run", "edited-number", "edited-loss",
+           "edited-loss-negative", "edited-loss-huge", "edited-loss-bool", "edited-curve", "resealed-final",
+           "edited-consistently", "resealed-best", "resealed-train-loss", "unsealed"]
 
 
 @pytest.mark.parametrize("how", DAMAGES)
@@ -175,7 +208,7 @@ def test_a_records_bits_depend_on_its_key_not_on_the_layout(tmp_path):
 
 
 def _sweep_args(tmp_path: Path, profile: str, seed: int, jobs: int) -> list[str]:
-    """A sweep of chapter 6's four runs, without notebooks."""
+    """A sweep of chapter 6's runs (four, and their four dropout twins), without notebooks."""
     return [sys.executable, "-m", "residual_lib", "sweep", str(ROOT / "notebooks" / "06_central.py"), "--profile",
             profile, "--seeds", str(seed), "--no-notebooks", "--jobs", str(jobs), "--out", str(tmp_path)]
 
@@ -241,8 +274,9 @@ def test_two_sweeps_on_one_folder_split_the_work(tmp_path):
     outs = [p.communicate(timeout=600) for p in procs]
     assert all(p.returncode == 0 for p in procs), outs
     trained = [int(re.search(r"(\d+) run\(s\) trained", out).group(1)) for out, _ in outs]
-    assert sum(trained) == 4, outs  # four runs, each trained once
+    assert sum(trained) == 8, outs  # four runs and their dropout twins, each trained once
     assert len(list((tmp_path / "smoke").glob("*.json"))) == 4
+    assert len(list((tmp_path / "smoke-dropout").glob("*.json"))) == 4
 
 
 def test_a_group_trains_what_it_could_claim_then_waits_for_the_rest_holding_nothing(tmp_path):
@@ -364,7 +398,7 @@ def test_an_interrupted_notebook_is_labelled_interrupted(tmp_path, monkeypatch):
 def test_every_committed_record_passes_validation():
     frame = load_records(ROOT / "results")
     assert len(frame) >= 78 and set(frame.status) == {"ok"}
-    assert all(read_record(p)["schema_version"] == 2 for p in frame.path)  # migrated: scripts/migrate_records.py
+    assert all(read_record(p)["schema_version"] == 3 for p in frame.path)  # migrated: scripts/migrate_records.py
 
 
 class _Killed(BaseException):
@@ -392,12 +426,38 @@ def test_a_killed_run_resumes_from_its_checkpoint_bitwise_identical(tmp_path, mo
         with pytest.raises(_Killed):
             run(Run("smoke", "attn_only", 8), tmp_path / "killed", progress=False, checkpoint_every=50)
     saved = list((tmp_path / "killed" / "smoke" / ".checkpoints").glob("*.pt"))
-    assert len(saved) == 1 and torch.load(saved[0], weights_only=False)["step"] == 100
+    assert len(saved) == 1 and read_checkpoint(saved[0])["step"] == 100
     assert not list((tmp_path / "killed" / "smoke").glob("*.json"))
     resumed, trained = run(Run("smoke", "attn_only", 8), tmp_path / "killed", progress=False, checkpoint_every=50)
     assert trained and read_record(resumed)["provenance"]["resumed_from_step"] == 100
     assert _bits(resumed) == _bits(whole)
     assert not saved[0].exists()  # the checkpoint goes once the record is written
+
+
+def test_a_checkpoint_with_overwritten_bytes_starts_the_run_over(tmp_path, monkeypatch, capsys):
+    """16 bytes overwritten in the middle of a step-80 checkpoint (tensor data, which torch.load
+    reads without complaint): the run starts over, says so in one line, and ends bitwise
+    identical to an uninterrupted run."""
+    import residual_lib.train as train_module
+
+    whole, _ = run(Run("smoke", "attn_only", 8), tmp_path / "whole", progress=False, checkpoint_every=40)
+    with monkeypatch.context() as patch:
+        _kill_at(patch, train_module, "train_step", 80)
+        with pytest.raises(_Killed):
+            run(Run("smoke", "attn_only", 8), tmp_path / "killed", progress=False, checkpoint_every=40)
+    saved = list((tmp_path / "killed" / "smoke" / ".checkpoints").glob("*.pt"))
+    assert len(saved) == 1
+    data = bytearray(saved[0].read_bytes())
+    middle = len(data) // 2
+    data[middle:middle + 16] = bytes(b ^ 0xFF for b in data[middle:middle + 16])
+    saved[0].write_bytes(bytes(data))
+    capsys.readouterr()
+    resumed, trained = run(Run("smoke", "attn_only", 8), tmp_path / "killed", progress=False, checkpoint_every=40)
+    lines = [line for line in capsys.readouterr().err.splitlines() if "checkpoint" in line]
+    assert len(lines) == 1 and "checksum" in lines[0] and lines[0].endswith("starting over"), lines
+    assert trained and "resumed_from_step" not in read_record(resumed)["provenance"]
+    assert _bits(resumed) == _bits(whole)
+    assert not saved[0].exists()
 
 
 def test_a_killed_fused_group_resumes_bitwise_identical(tmp_path, monkeypatch):
@@ -430,14 +490,16 @@ def test_old_records_migrate_to_the_current_schema_keeping_their_keys(good, tmp_
 
     path = _copy(good, tmp_path)
     old = json.loads(path.read_text())
-    for name in ("schema_version", "status", "diverged_at_step"):
+    for name in ("schema_version", "status", "diverged_at_step", "digest"):
         del old[name]
     path.write_text(canonical(old))
-    assert load_records(tmp_path / "results").status.tolist() == ["ok"]  # readable before migrating
+    with pytest.raises(BadRecordsError, match="no digest"):  # unsealed: not trusted until migrated
+        load_records(tmp_path / "results")
     assert main([str(tmp_path / "results")]) == 0
     new = read_record(path)
-    assert (new["schema_version"], new["status"], new["key"]) == (2, "ok", old["key"])
-    assert {k: v for k, v in new.items() if k not in ("schema_version", "status", "diverged_at_step")} == old
+    assert (new["schema_version"], new["status"], new["key"]) == (3, "ok", old["key"]) and len(new["digest"]) == 64
+    assert {k: v for k, v in new.items() if k not in ("schema_version", "status", "diverged_at_step", "digest")} == old
+    assert load_records(tmp_path / "results").status.tolist() == ["ok"]
     before = path.read_bytes()
     assert main([str(tmp_path / "results")]) == 0 and path.read_bytes() == before
 

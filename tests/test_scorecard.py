@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -16,11 +18,11 @@ FLOOR = 3.347
 def fake_record(results, profile, variant, seed, final, eval_mode="fixed", gain=1.0, deterministic=True,
                 replicate=0, layer0=0.1, steps=100, norms=(1.0, 1.0, 1.0), alpha=0.2, device="cpu", train_loss=None,
                 val_loss=None, noise=0.01):
-    """A record with what the rules read; ``norms`` are |h_0|, |h_1|, |h_L| of the final
+    """A record of the profile's recipe with what the rules read; ``norms`` are |h_0|, |h_1|, |h_L| of the final
     model (the same at step 0 unless a test changes them); ``val_loss``: a validation curve
     logged every 10 steps (else one point, the final loss); ``noise``: how far the final
     model's random-batch re-evaluations land from its fixed-batch loss."""
-    config_profile = get_profile(profile).override(block_size=8).to_dict()
+    config_profile = get_profile(profile).to_dict()
     # a valid record: its key is the hash of its own configuration (same identity, same file)
     key = run_key(run_identity(config_profile, variant, seed, eval_mode, gain, deterministic, replicate))
     log_steps = list(range(0, steps, 10))
@@ -257,8 +259,7 @@ def test_gain_confound_needs_equivalent_gains(tmp_path):
 def test_scale_note_gives_the_stand_in_size_and_the_missing_paper_profiles(tmp_path):
     central(tmp_path, "cpu", attn=1.8, ffn=3.34)
     for path in tmp_path.rglob("full_*.json"):  # a 0.8M-parameter full model
-        text = path.read_text().replace('"n_params": 1,', '"n_params": 801664,')
-        path.write_text(text)
+        write_record({**json.loads(path.read_text()), "n_params": 801664}, path)
     note = scorecard.scale_note(tmp_path, stand_in="cpu")
     assert "a 0.8M-parameter stand-in" in note
     assert "`paper-10m` or `paper-124m` records" in note
@@ -417,3 +418,20 @@ def test_the_central_chapter_needs_its_own_runs_and_shows_the_dropout_twin_in_pa
     ladder = plan("09_scale_ladder", "cpu", seeds=[1])
     assert required("09_scale_ladder", ladder, "cpu") == []  # shown in part by the book
     assert required("09_scale_ladder", ladder, "cpu", partial_ok=False) == ladder  # but asked for whole
+
+
+def test_a_stray_overridden_run_is_named_and_changes_no_verdict(tmp_path):
+    central(tmp_path, "cpu", attn=1.8, ffn=3.34)
+    before = scorecard.build(tmp_path)
+    # a 100-step attn_only run of seed 1 lands in the cpu folder under the cpu name, with its own key
+    stray = get_profile("cpu", max_iters=100).to_dict()
+    key = run_key(run_identity(stray, "attn_only", 1, "fixed", 1.0, True, 0))
+    record = json.loads(next(tmp_path.glob("cpu/attn_only_seed1_*.json")).read_text())
+    record.update(key=key, config={"profile": stray}, final_val_loss=3.3, best_val_loss=3.3)
+    record["curves"]["val"]["loss"] = [3.3]
+    write_record(record, record_path(tmp_path, "cpu", "attn_only", 1, key))
+    after = scorecard.build(tmp_path)
+    pd.testing.assert_frame_equal(before, after)
+    note = scorecard.scale_note(tmp_path)
+    assert f"cpu attn_only seed 1 (key {key}): max_iters 100 (profile: 2000)" in note
+    assert "not part of its profile" in note

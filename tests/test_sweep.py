@@ -189,6 +189,86 @@ def test_a_parameter_left_none_takes_the_sections_default_and_the_page_sees_it(m
     assert sections.defaults("05_confounds")["seeds"] == list(sections.PAPER_SEEDS)
 
 
+def _asked(monkeypatch, section: str, **given) -> tuple[dict, dict]:
+    """What ``section``'s notebook asks :func:`sections.ensure` for with ``given`` in its
+    namespace, and the namespace afterwards."""
+    asked = {}
+    monkeypatch.setattr(sections, "ensure", lambda section, **kw: asked.update(kw))
+    namespace = dict(given)
+    sections.notebook_records(section, namespace)
+    return asked, namespace
+
+
+def test_a_seed_list_is_read_in_every_common_spelling_never_split_into_characters(monkeypatch):
+    spellings = {
+        "[1337, 42]": [1337, 42], "1337,42": [1337, 42], "1337, 42": [1337, 42], "1337 42": [1337, 42],
+        " 1337  42 ": [1337, 42], "(1337, 42)": [1337, 42], "1337": [1337], "5": [5], 5: [5],
+        (1337, 42): [1337, 42], "[1337]": [1337], "['1337', '42']": [1337, 42], "0": [0],
+    }
+    for given, expected in spellings.items():
+        asked, namespace = _asked(monkeypatch, "06_central", seeds=given)
+        assert asked["seeds"] == expected and namespace["seeds"] == expected, given
+    asked, _ = _asked(monkeypatch, "06_central", seeds=[1337, 42])
+    assert asked["seeds"] == [1337, 42]
+
+
+def test_every_section_parameter_is_read_in_its_common_spellings(monkeypatch):
+    asked, namespace = _asked(monkeypatch, "05_confounds", profile="cpu", variants="full attn_only",
+                              gains="0.5, 2", gain_variant="ffn_only", train_missing="false", device="cpu",
+                              results_dir=Path("r"))
+    assert asked == {"profile": "cpu", "seeds": list(sections.PAPER_SEEDS), "variants": ["full", "attn_only"],
+                     "gains": [0.5, 2.0], "gain_variant": "ffn_only", "train_missing": False, "device": "cpu",
+                     "results_dir": "r"}
+    assert namespace["gains"] == [0.5, 2.0] and namespace["train_missing"] is False
+    assert _asked(monkeypatch, "05_confounds", gains=2)[0]["gains"] == [2.0]
+    assert _asked(monkeypatch, "05_confounds", gains="[1, 4.0]")[0]["gains"] == [1.0, 4.0]
+    assert _asked(monkeypatch, "06_central", variants='["full", "ffn_only"]')[0]["variants"] == ["full", "ffn_only"]
+    assert _asked(monkeypatch, "06_central", variants="full,ffn_only")[0]["variants"] == ["full", "ffn_only"]
+    assert _asked(monkeypatch, "06_central", variants="full")[0]["variants"] == ["full"]
+    assert _asked(monkeypatch, "06_central", dropout_twin="True")[0]["dropout_twin"] is True
+    assert _asked(monkeypatch, "06_central", train_missing="true")[0]["train_missing"] is True
+    assert _asked(monkeypatch, "06_central", device="cuda:1")[0]["device"] == "cuda:1"
+    assert _asked(monkeypatch, "09_scale_ladder", ladder_seeds="2")[0]["ladder_seeds"] == 2
+    assert _asked(monkeypatch, "10_ffn_escape", perturbations=0)[0]["perturbations"] == 0
+    assert _asked(monkeypatch, "08_reproduction", repeats="4", repro_variant="full")[0]["repeats"] == 4
+
+
+@pytest.mark.parametrize("section, name, value", [
+    ("06_central", "seeds", "abc"), ("06_central", "seeds", "1.5"), ("06_central", "seeds", -1),
+    ("06_central", "seeds", "1337 -42"), ("06_central", "seeds", []), ("06_central", "seeds", ""),
+    ("06_central", "seeds", True), ("06_central", "seeds", [1.5]), ("06_central", "seeds", 2**63),
+    ("06_central", "seeds", "[1337, 42"), ("06_central", "seeds", {"a": 1}),
+    ("06_central", "variants", "fulll"), ("06_central", "variants", ["full", "bogus"]), ("06_central", "variants", 3),
+    ("06_central", "profile", "cpu-typo"), ("06_central", "profile", 5),
+    ("06_central", "train_missing", "yes"), ("06_central", "train_missing", 1), ("06_central", "dropout_twin", "no"),
+    ("06_central", "device", "gpu"), ("06_central", "results_dir", 5), ("06_central", "results_dir", ""),
+    ("05_confounds", "gains", [0.0, 1.0]), ("05_confounds", "gains", "-1"), ("05_confounds", "gains", "x"),
+    ("05_confounds", "gains", "nan"), ("05_confounds", "gain_variant", "attn-only"),
+    ("09_scale_ladder", "ladder_seeds", 0), ("09_scale_ladder", "ladder_seeds", "two"),
+    ("10_ffn_escape", "perturbations", -1), ("08_reproduction", "repeats", 1.5),
+])
+def test_a_bad_section_parameter_is_one_line_naming_it_its_value_and_the_fix(monkeypatch, section, name, value):
+    with pytest.raises(ValueError) as raised:
+        _asked(monkeypatch, section, **{name: value})
+    message = str(raised.value)
+    assert isinstance(raised.value, sections.ParameterError)
+    assert "\n" not in message and message.startswith(f"{name} must be "), message
+    assert f"got {value!r}: pass -p {name} " in message, message
+
+
+def test_a_notebook_given_seeds_as_a_raw_string_asks_for_exactly_those_seeds(tmp_path):
+    """``-r seeds 1337`` through papermill: the string is one seed, not the digits 1, 3 and 7."""
+    params = {"profile": "smoke", "seeds": "1337", "dropout_twin": False, "results_dir": str(tmp_path / "results"),
+              "train_missing": True}
+    executed = execute_notebook(NOTEBOOKS[3], params, tmp_path / "out")
+    nb = json.loads(executed.read_text())
+    injected = [c for c in nb["cells"] if "injected-parameters" in c["metadata"].get("tags", [])]
+    assert 'seeds = "1337"' in "".join(injected[0]["source"])
+    records = [json.loads(p.read_text()) for p in (tmp_path / "results").rglob("*.json")]
+    assert sorted((r["profile"], r["variant"], r["seed"]) for r in records) == sorted(
+        ("smoke", v, 1337) for v in sections.CENTRAL_VARIANTS)
+
+
 @pytest.mark.parametrize("page", [*NOTEBOOKS, ROOT / "book" / "confounds.py"], ids=lambda p: p.stem)
 def test_a_parameters_cell_names_its_sections_parameters_and_retypes_no_default(page):
     """A parameters cell holds the names :func:`sections.defaults` lists; every default but

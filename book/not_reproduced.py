@@ -12,8 +12,8 @@
 # # What did not reproduce
 #
 # Every claim whose verdict is `not reproduced`, `partly reproduced`, `not testable here` or
-# `inconclusive` at a profile with records, with the paper's statement, what these runs
-# measured, and the rule that decided. The rows
+# `inconclusive`, with the paper's statement, what these runs measured, and the rule that
+# decided. The rows
 # come from the same computation as the [scorecard](scorecard); nothing on this page is typed.
 
 # %% tags=["parameters", "remove-cell"]
@@ -39,7 +39,9 @@ glue("n_failed", len(failed))
 glue("n_not_run", int((rows.verdict == "not run at this scale").sum()))
 
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "markdown-output"]
+# markdown-output: the book puts the Markdown below into the page itself, so that
+# each claim's heading is a section of the page, listed in its contents
 def seeds_text(seeds) -> str:
     """'5 seeds', 'seed 1337' or 'seeds 1337, 42' for a row's seeds column."""
     seeds = str(seeds)
@@ -48,22 +50,26 @@ def seeds_text(seeds) -> str:
     return f"seed {seeds}" if "," not in seeds else f"seeds {seeds}"
 
 
-def entry(row) -> str:
+def entry(row, profiles) -> str:
     link = f"scorecard.html#{scorecard.claim_anchor(row.claim)}"
+    where = [f"`{p}`" for p in profiles]
+    where = " and ".join([", ".join(where[:-1]), where[-1]] if len(where) > 1 else where)
     return (
-        f"### {scorecard.TITLES.get(row.claim, row.claim)} at `{row.profile}`\n\n"
+        f"## {scorecard.TITLES.get(row.claim, row.claim)} at {where}\n\n"
         f"{scorecard.badge(row.verdict)} "
         f'(<a href="{link}">scorecard</a>)\n\n'
         f"- **The paper** (section {row.section}): {row.statement}. Reported:"
         f" {row.paper}."
         + (f" ({row.paper_note}.)" if row.paper_note else "")
-        + f"\n- **Here** ({seeds_text(row.seeds)}): {row.ours}."
+        + (f"\n- **Here** ({seeds_text(row.seeds)}): {row.ours}." if row.ours != "—" else "")
         + f"\n- **Rule**: {row.rule}.\n"
     )
 
 
+# one entry for a claim that reads the same at several profiles (one no record could test)
+same = failed.groupby(["claim", "verdict", "ours", "seeds"], sort=False)
 Markdown(
-    "\n".join(entry(row) for row in failed.itertuples())
+    "\n".join(entry(group.iloc[0], list(group.profile)) for _, group in same)
     if len(failed)
     else "Every claim checked at this profile reproduced."
 )

@@ -51,15 +51,10 @@ grid_html = scorecard.grid_html(
     scorecard.grid(table, stand_in=profile), fragile_cells=fragile
 )
 glue("verdict_grid", HTML(grid_html), display=False)  # also shown on the introduction
-n_claims = table.claim.nunique()
-others = n_claims - len(checked)
-display(
-    Markdown(
-        f"**{len(checked)} of the {n_claims} claims checked at `{profile}`:**"
-        f" {counts_text}."
-        + (f" The other {others} are about the 124M model only." if others else "")
-    )
-)
+glue("headline", scorecard.headline(table, records, stand_in=profile))
+count_text = scorecard.count_sentence(table, profile)
+glue("verdict_sentence", count_text)
+display(Markdown(count_text))
 HTML(grid_html)
 
 # %% [markdown]

@@ -34,7 +34,7 @@ from residual_lib import analysis, paper, plots, scorecard
 from residual_lib.book import glue
 from residual_lib.records import controlled
 from residual_lib.sections import notebook_records
-from residual_lib.tables import table
+from residual_lib.tables import number, table
 
 records = notebook_records("04_joint_collapse", globals())
 central = controlled(records)
@@ -65,8 +65,8 @@ paper.section_view(4)
 # %%
 summary = analysis.variant_summary(records)
 summary["ratio to full"] = analysis.degradation_ratios(records)
-summary["above the floor"] = summary["mean"] - floor
-table(summary, index="variant", headers={"above the floor": "above the floor (nats)"})
+summary["below the floor"] = floor - summary["mean"]
+table(summary, index="variant", headers={"below the floor": "below the floor (nats)"})
 
 # %%
 val = analysis.curves(records, "val")
@@ -119,14 +119,15 @@ tracks = (
     "Starvation tracks collapse, not the removal of a residual: the block-0 gradient"
     " of the variants that learn (full and attn_only) has a median of"
     f" {recovering.median():.2f} after the cut-off, while no_residual's is"
-    f" {layer0[layer0.variant == 'no_residual']['median'].median():.0e}"
+    f" {number(layer0[layer0.variant == 'no_residual']['median'].median())}"
 )
 if len(ffn_layer0):
     tracks += (
-        f"; ffn_only's is {ffn_layer0[collapsed].median():.0e} in the"
-        f" {int(collapsed.sum())} seed(s) that stay at the floor"
+        f"; ffn_only's is {number(ffn_layer0[collapsed].median())} in the"
+        f" {int(collapsed.sum())} seed{'s' if collapsed.sum() != 1 else ''} that stay"
+        " at the floor"
         + (
-            f" and {ffn_layer0[~collapsed].median():.0e} in the"
+            f" and {number(ffn_layer0[~collapsed].median())} in the"
             f" {int((~collapsed).sum())} that escape"
             if (~collapsed).any()
             else ""

@@ -45,7 +45,7 @@ from residual_lib.book import glue
 from residual_lib.profiles import get_profile
 from residual_lib.records import profile_eval_bigram
 from residual_lib.sections import notebook_records
-from residual_lib.tables import table
+from residual_lib.tables import number, table
 
 records = notebook_records("07_mechanism", globals())
 absent = records.attrs["missing"]  # the control's runs not recorded yet, listed below
@@ -208,8 +208,8 @@ med = layer0.groupby("variant")["median"].median()
 starved = {v: m < scorecard.LAYER0_ZERO for v, m in med.items()}
 premise = (
     "AttnOnly's block 0 keeps a median gradient of"
-    f" {med.get('attn_only', float('nan')):.2g}; FFNOnly's is"
-    f" {med.get('ffn_only', float('nan')):.1g}. "
+    f" {number(med.get('attn_only', float('nan')))}; FFNOnly's is"
+    f" {number(med.get('ffn_only', float('nan')))}. "
     + (
         "The premise holds here: both are starved."
         if starved.get("attn_only") and starved.get("ffn_only")
@@ -237,13 +237,13 @@ Markdown(premise)
 
 # %%
 summary = analysis.variant_summary(records)
-summary["above the floor"] = summary["mean"] - floor
+summary["below the floor"] = floor - summary["mean"]
 summary["above the bigram"] = summary["mean"] - bigram
 table(
     summary,
     index="variant",
     headers={
-        "above the floor": "above the floor (nats)",
+        "below the floor": "below the floor (nats)",
         "above the bigram": "above the bigram reference (nats)",
     },
 )

@@ -39,7 +39,7 @@ ladder_seeds = None
 # %%
 from IPython.display import Markdown
 
-from residual_lib import analysis, plots
+from residual_lib import analysis, plots, scorecard
 from residual_lib.book import glue
 from residual_lib.profiles import get_profile, ladder
 from residual_lib.sections import notebook_records
@@ -145,30 +145,9 @@ table(trend, headers={"slope_per_decade": "slope (nats per tenfold size)"})
 
 
 # %% tags=["hide-input"]
-def describe(gap: str) -> str:
-    rows = gaps[gaps["gap"] == gap].sort_values("n_params") if len(gaps) else gaps
-    name = gap.replace(" - ", " − ")
-    if not len(rows):
-        return f"{name}: no rung has the runs for it yet."
-    values = ", ".join(
-        f"{r.mean:+.3f}"
-        + ("" if pd.isna(r.std) else f" ± {r.std:.3f}")
-        + f" nats at {r.n_params / 1e6:.2g}M parameters ({r.seeds} seeds)"
-        for r in rows.itertuples()
-    )
-    fit = trend.set_index("gap").loc[gap]
-    verdict = fit.trend[0].upper() + fit.trend[1:]
-    if not pd.isna(fit.slope_per_decade):
-        verdict += (
-            f": {fit.slope_per_decade:+.3f} nats per tenfold size (95% CI"
-            f" [{fit.slope_low:+.3f}, {fit.slope_high:+.3f}], p = {fit.p:.2g})"
-        )
-    return f"{name} is {values}. {verdict}."
-
-
 findings = {
-    "attn_only - full": describe("attn_only - full"),
-    "ffn_only - floor": describe("ffn_only - floor"),
+    gap: analysis.ladder_text(gaps, trend, gap, scorecard.FLOOR_TOL)
+    for gap in ("attn_only - full", "ffn_only - floor")
 }
 glue("ladder_attn_finding", findings["attn_only - full"])
 glue("ladder_ffn_finding", findings["ffn_only - floor"])

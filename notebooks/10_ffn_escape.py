@@ -186,7 +186,7 @@ if {base, nudged} <= set(pair.columns):
     flipped = pair[pair[base] != pair[nudged]]
     findings.append(
         f"Of {len(pair)} seeds, {len(flipped)} change their outcome when their initial"
-        " weights are nudged by 1e-6"
+        " weights are nudged by one part in a million"
         + (
             f" (seeds {', '.join(str(s) for s in flipped.index)})"
             if len(flipped)
@@ -212,17 +212,19 @@ if {base, nudged} <= set(pair.columns):
             f"Every seed keeps its outcome under the perturbation ({k} of {n} runs"
             " escape)."
         )
-    edge = same_setting[(same_setting.below_floor - scorecard.FLOOR_TOL).abs() < 0.035]
+    low, high = min(ESCAPE_THRESHOLDS), max(ESCAPE_THRESHOLDS)
+    edge = same_setting[same_setting.below_floor.between(low, high)]
     if len(edge):
         findings.append(
-            f"{len(edge)} of these runs end{'s' if len(edge) == 1 else ''} within 0.035"
-            f" nats of the {scorecard.FLOOR_TOL}-nat line ("
+            f"{len(edge)} of these runs end{'s' if len(edge) == 1 else ''} between the"
+            f" {low}- and {high}-nat lines, so"
+            " whether they count as escapes depends on where the line is drawn: "
             + ", ".join(
-                f"seed {r.seed}{' nudged' if r.init_noise else ''} {r.below_floor:.3f}"
-                " below"
+                f"seed {r.seed}{' with nudged weights' if r.init_noise else ''} ends"
+                f" {r.below_floor:.3f} nats below the floor"
                 for r in edge.itertuples()
             )
-            + "), so the counts depend on where it is drawn."
+            + "."
         )
 for condition in [c for c in ORDER if c not in (base, nudged)]:
     part = runs[runs.condition == condition]

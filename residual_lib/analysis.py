@@ -221,10 +221,9 @@ def p_text(p: float) -> str:
     """A p-value as the book writes it: three decimals, or a power of ten below 0.001."""
     if math.isnan(p):
         return "—"
-    if p >= 0.001:
-        return f"{p:.3f}"
-    mantissa, exponent = f"{p:.1e}".split("e")
-    return f"{mantissa}×10{''.join('⁰¹²³⁴⁵⁶⁷⁸⁹'[int(d)] if d.isdigit() else '⁻' for d in str(int(exponent)))}"
+    from .tables import scientific
+
+    return f"{p:.3f}" if p >= 0.001 else scientific(p)
 
 
 def escape_rate_text(rates: pd.DataFrame, line: float) -> str:
@@ -482,6 +481,43 @@ def ladder_gaps(frame: pd.DataFrame, value: str = "final_val_loss") -> pd.DataFr
              .reset_index())
     table = table[["profile", "n_params", "gap", "mean", "std", "seeds"]]
     return table.sort_values(["gap", "n_params"], ignore_index=True)
+
+
+def _signed(x: float) -> str:
+    return f"{'−' if x < 0 else '+'}{abs(x):.3f}" if round(abs(x), 3) else "0.000"
+
+
+def _size(n: float) -> str:
+    return f"{n / 1e6:.2g}M"
+
+
+def ladder_text(gaps: pd.DataFrame, trend: pd.DataFrame, gap: str, floor_tol: float) -> str:
+    """One or two sentences on a ladder gap (:func:`ladder_gaps`, :func:`ladder_trend`):
+    its size at the smallest and largest rung, and its trend with size."""
+    rows = gaps[gaps["gap"] == gap].sort_values("n_params") if len(gaps) else gaps
+    if not len(rows):
+        return "No rung has the runs for this comparison yet."
+    first, last = rows.iloc[0], rows.iloc[-1]
+    seeds = f"{int(rows.seeds.min())}" + (f" to {int(rows.seeds.max())}" if rows.seeds.max() != rows.seeds.min() else "")
+    if gap == "attn_only - full":
+        text = (f"Removing the feed-forward residual costs {first['mean']:.3f} nats at {_size(first.n_params)} "
+                f"parameters and {last['mean']:.3f} at {_size(last.n_params)} (AttnOnly minus Full, paired by seed, "
+                f"{seeds} seeds a rung)")
+    else:
+        off = rows[rows["mean"].abs() > floor_tol]
+        text = ("Without the attention residual the model ends at the floor at every rung "
+                f"(within {rows['mean'].abs().max():.3f} nats of it, {seeds} seeds a rung)" if off.empty else
+                "Without the attention residual the model ends at the floor at some rungs and leaves it at "
+                + ", ".join(f"{_size(r.n_params)} ({-r.mean:.3f} nats below it, mean over seeds)"
+                            for r in off.itertuples()))
+    fit = trend.set_index("gap").loc[gap] if gap in set(trend.gap) else None
+    if fit is None or pd.isna(fit.slope_per_decade):
+        return text + "; too few rungs have records to fit a trend."
+    what = {"no trend distinguishable from zero": "no trend distinguishable from zero",
+            "grows with size": "it grows with size", "shrinks with size": "it shrinks with size"}[fit.trend]
+    return (text + f". Across {int(fit.rungs)} rungs, {what}: {_signed(fit.slope_per_decade)} nats per tenfold "
+            f"increase in parameters (95% interval {_signed(fit.slope_low)} to {_signed(fit.slope_high)}, "
+            f"p = {p_text(float(fit.p))}).")
 
 
 def ladder_trend(points: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:

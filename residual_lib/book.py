@@ -9,6 +9,8 @@ injected so that nothing is trained. Executed notebooks keep their repository pa
 same name in the repository (the unexecuted ``.ipynb`` twin of the ``.py`` source, kept
 in sync by ``make notebooks``). Then ``jupyter-book build`` renders ``_build/html`` with
 warnings as errors (broken references fail the build); a notebook that raises fails it too.
+The module is also the build's Sphinx extension (:func:`setup`): it numbers figures per
+chapter (:func:`number_figures_per_chapter`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import sys
 from pathlib import Path
 
 from .paths import ROOT
+from .sphinxext import MARKER
 
 
 class _Text(str):
@@ -53,11 +56,14 @@ def _clean_executed(path: Path, source: str) -> None:
       cell's code open);
     - turn the caption, name and alt text :func:`residual_lib.plots.show` stored with a
       figure's output into myst-nb's cell metadata, which renders it as a numbered figure;
+    - put the Markdown a cell tagged ``markdown-output`` displays into the page as a Markdown
+      cell after it (:func:`_markdown_output`);
     - replace the paths papermill stores in the notebook's metadata (the whole input
       notebook, the building machine's output path) by the repository-relative ``source``."""
     import nbformat
 
     nb = nbformat.read(path, as_version=4)
+    nb.cells = [new for cell in nb.cells for new in _markdown_output(cell, source)]
     for cell in nb.cells:
         tags = list(cell.metadata.get("tags", []))
         if "injected-parameters" in tags and "remove-cell" not in tags:
@@ -78,6 +84,25 @@ def _clean_executed(path: Path, source: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     nbformat.write(nb, tmp)
     os.replace(tmp, path)
+
+
+def _markdown_output(cell, source: str) -> list:
+    """``[cell]``, or for a code cell tagged ``markdown-output``, the cell without its outputs and
+    a Markdown cell holding the Markdown it displayed (``IPython.display.Markdown``). myst-nb
+    renders a Markdown *output* inside the cell's output box, its headings as rubrics that no
+    contents list shows; as a Markdown cell, its headings are the page's own sections (a page
+    that lists computed entries, one heading each, lists them in its contents too)."""
+    import nbformat
+
+    if cell.cell_type != "code" or "markdown-output" not in cell.metadata.get("tags", []):
+        return [cell]
+    texts = [output["data"]["text/markdown"] for output in cell.outputs
+             if output.get("output_type") in ("display_data", "execute_result")
+             and "text/markdown" in output.get("data", {})]
+    if not texts:
+        raise ValueError(f"{source}: a cell tagged markdown-output displayed no Markdown")
+    cell.outputs = []
+    return [cell, nbformat.v4.new_markdown_cell("\n\n".join(texts), id=f"{cell.get('id', 'cell')}-md"[-64:])]
 
 
 def _draw_static_figures(folder: Path) -> None:
@@ -166,10 +191,39 @@ def build(profile: str = "cpu", results_dir: str | os.PathLike | None = None, ro
         executed = execute_notebook(page, params, stage / page.parent.name)
         _clean_executed(executed, str(page.relative_to(root)))
         print(f"executed {page.relative_to(root)}", file=sys.stderr, flush=True)
+    # every page is executed: the staged sources may be built (residual_lib.sphinxext builds no others)
+    (stage / MARKER).write_text(f"executed from the {profile} records by python -m residual_lib book\n")
     cmd = [str(Path(sys.executable).with_name("jupyter-book")), "build", str(stage), "--path-output", str(root),
            "--builder", builder, "-W", "-n", "--keep-going"]
     subprocess.run(cmd, check=True, cwd=root)
     return root / "_build" / "html" / "index.html"
+
+
+# --------------------------------------------------------------------------- figure numbers
+
+
+def number_figures_per_chapter(app, env) -> list[str]:
+    """Number figures per page: ``Fig. N.k`` is the k-th figure of chapter N (a page named
+    ``NN_name``, as the paper's sections are), ``Fig. k`` the k-th of a page outside the
+    numbered chapters (the introduction, the verdict pages). Sphinx counts across the whole
+    book unless the table of contents is numbered, which would number the pages by their
+    place in it rather than by the paper's sections. Runs after Sphinx has assigned its
+    numbers (``env-get-updated``); cross-references read the same table, so they agree."""
+    import re
+
+    for docname, kinds in env.toc_fignumbers.items():
+        chapter = re.match(r"(\d+)_", docname.rsplit("/", 1)[-1])
+        prefix = (int(chapter.group(1)),) if chapter else ()
+        for numbers in kinds.values():  # figures, and tables or code blocks were any numbered
+            for k, name in enumerate(sorted(numbers, key=numbers.get), 1):
+                numbers[name] = (*prefix, k)
+    return []
+
+
+def setup(app):
+    """This module as a Sphinx extension (``_config.yml``: ``sphinx: extra_extensions``)."""
+    app.connect("env-get-updated", number_figures_per_chapter, priority=900)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 
 # --------------------------------------------------------------------------- Colab twins

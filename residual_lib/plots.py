@@ -2,9 +2,10 @@
 matplotlib Figure and draws only from the frames it is given; :func:`show` displays one
 with its caption, cross-reference name and alt text.
 
-Figures are drawn 6.4 inches wide at 110 dpi and shown as 2x PNGs, so that they
-read at the book's column width on a laptop and stay sharp when a phone zooms them;
-legends sit outside the data, and losses are labelled in nats.
+Figures are drawn 5 inches wide at 110 dpi (550 CSS pixels) and shown as 2x PNGs: at a
+laptop's column width they show at their own size, and a phone's 358-pixel column shows
+them at 0.65 of it, so that 10.5-point tick labels are still 10 CSS pixels tall there.
+Legends sit outside the data, and losses are labelled in nats.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ import seaborn as sns
 
 from .analysis import variant_order
 
-WIDTH = 6.4  # inches
-DPI = 110  # 6.4 in x 110 = 704 CSS pixels: the book's text column at a laptop width
+WIDTH = 5.0  # inches: 5 in x 110 dpi = 550 CSS pixels, shown at >= 0.6 of that in a phone's column
+DPI = 110
 sns.set_theme(context="notebook", style="whitegrid", font_scale=0.95)
 try:  # sharp PNGs in notebooks: twice the pixels at the same displayed size
     from matplotlib_inline.backend_inline import set_matplotlib_formats

@@ -62,6 +62,8 @@ from .runs import RECORD_VERSION, record_key
 
 #: The record content's format: 2 added ``status`` and ``diverged_at_step``, 3 ``digest``.
 SCHEMA_VERSION = 3
+#: The reason a record made before schema 3 fails validation.
+UNSEALED = "no digest"
 STATUSES = ("ok", "diverged")
 
 #: Fields every record has, with the kind of value each holds.
@@ -232,7 +234,8 @@ def _check(path: Path) -> dict:
     if key != rec["key"]:
         raise RecordError(path, f"its configuration hashes to key {key}, not {rec['key']}")
     if "digest" not in rec:
-        raise RecordError(path, "no digest: records made before schema 3 are sealed by scripts/migrate_records.py")
+        raise RecordError(path, f"{UNSEALED}: records made before schema 3 are sealed by "
+                                "python scripts/migrate_records.py")
     if rec["digest"] != digest(rec):
         raise RecordError(path, "its content does not match its digest: the file was changed after the run wrote it")
     return rec
@@ -253,12 +256,16 @@ def quarantine(path: str | os.PathLike, reason: str) -> Path:
 
 def find_record(results_dir: str | os.PathLike, profile: str, key: str) -> Path | None:
     """The valid record with ``key`` under ``results_dir/profile``, if there is one; a file
-    with that key that fails :func:`validate_record` is quarantined and does not count."""
+    with that key that fails :func:`validate_record` is quarantined and does not count. A
+    record made before records carried a digest is not damaged, only unsealed: it stays in
+    place and the error (:data:`UNSEALED`) names the script that seals it."""
     found = None
     for path in sorted((Path(results_dir) / profile).glob(f"*_{key}.json")):
         try:
             validate_record(path)
         except RecordError as exc:
+            if exc.reason.startswith(UNSEALED):
+                raise
             quarantine(path, exc.reason)
             continue
         found = found or path

@@ -11,8 +11,9 @@ Verdicts (:data:`VERDICTS`):
 * ``not reproduced`` -- the records contradict the claim;
 * ``new evidence`` -- a test the paper could not decide, decided here: evidence on the
   paper's hypothesis, not a reproduction of a result;
-* ``not testable here`` -- the records exist but the claim cannot be tested with them
-  (a platform effect, or a quantity the paper does not define);
+* ``not testable here`` -- the records exist but the claim cannot be tested with them (a
+  platform effect), or no record could test it (a quantity the paper does not define: so
+  at every profile, records or not);
 * ``inconclusive`` -- an absolute number of the paper's model, against a smaller stand-in;
 * ``not run at this scale`` -- no records at a profile of the claim's scale.
 
@@ -49,6 +50,7 @@ from . import analysis, paper
 from .paths import default_results_dir
 from .profiles import DROPOUT_TWIN
 from .records import controlled, diverged, load_records, off_recipe_lines, recipe_runs, usable
+from .tables import number
 
 FLOOR_TOL = 0.05  # nats either side of the evaluation floor: "at the floor"
 RECOVERY_MARGIN = 0.5  # nats below the floor: "recovers"
@@ -96,22 +98,24 @@ class Rule:
     by side from the same constants and paper values. ``check(records, paper_rows)`` returns
     ``(ours, seeds, verdict)``, or None when the records cannot answer. A ``central`` rule
     reads only the central sweep (fixed batches, gain 1, one deterministic run per variant
-    and seed), so it is judged at the stand-in's dropout twin too."""
+    and seed), so it is judged at the stand-in's dropout twin too. A rule that needs no
+    records (``needs_records`` false) is applied at every profile, records or not."""
 
     name: str
     text: str
     check: Callable
     central: bool = True
+    needs_records: bool = True
 
 
 #: Every rule, by name, in the order they are defined below.
 RULES: dict[str, Rule] = {}
 
 
-def rule(name: str, text: str, central: bool = True):
+def rule(name: str, text: str, central: bool = True, needs_records: bool = True):
     """Register the decorated check as rule ``name``, with ``text``."""
     def register(check):
-        RULES[name] = Rule(name, text, check, central)
+        RULES[name] = Rule(name, text, check, central, needs_records)
         return check
 
     return register
@@ -214,8 +218,8 @@ def _layer0_starved(r: _Records, rows):
     starved = table["median"] < LAYER0_ZERO
     at_floor = dict(zip(frame.seed, (frame.final_val_loss - r.floor).abs() <= FLOOR_TOL))
     tracks = all(bool(at_floor.get(s)) == bool(st) for s, st in zip(table.seed, starved))
-    per_seed = ", ".join(f"{s}: {m:.0e}" for s, m in zip(table.seed, table["median"]))
-    ours = (f"median {table['median'].median():.1e} (per seed {per_seed}); "
+    per_seed = ", ".join(f"{s}: {number(m)}" for s, m in zip(table.seed, table["median"]))
+    ours = (f"median {number(table['median'].median())} (per seed {per_seed}); "
             f"{_count(int(starved.sum()), len(table), 'starved')}"
             + ("; starved exactly in the seeds at the floor" if tracks and variant == "ffn_only" else ""))
     return ours, _seeds(frame), _share(int(starved.sum()), len(table))
@@ -407,11 +411,10 @@ def _alpha(r: _Records, rows):
 
 
 @rule("undefined",
-      "the paper's summary does not define this quantity, so no record can test it")
+      "the paper's summary does not define this quantity, so no record can test it",
+      needs_records=False)
 def _undefined(r: _Records, rows):
-    if r.central.empty:
-        return None
-    return "—", _seeds(r.central), "not testable here"
+    return "—", "—", "not testable here"
 
 
 @rule("mixer_test",
@@ -519,14 +522,18 @@ class Claim:
 
     title: str
     rule: str
+    #: Shown under the title in the grid: what the paper itself later made of the claim.
+    note: str = ""
 
 
 #: Every claim of ``paper_claims.csv``: its short name (the chapters' and the verdict lists')
 #: and its rule in :data:`RULES`.
 CLAIMS: dict[str, Claim] = {
-    "joint_collapse_10m": Claim("Joint collapse of the partial variants (10M)", "joint_collapse"),
+    "joint_collapse_10m": Claim("Joint collapse of the partial variants (10M)", "joint_collapse",
+                                "the paper's initial observation, replaced by its controlled runs"),
     "joint_collapse_124m": Claim("Joint collapse of the partial variants (124M)", "joint_collapse"),
-    "layer0_starved_attn_only": Claim("Block-0 gradient starvation: AttnOnly", "layer0_starved"),
+    "layer0_starved_attn_only": Claim("Block-0 gradient starvation: AttnOnly", "layer0_starved",
+                                      "measured in the paper's runs in which AttnOnly had collapsed"),
     "layer0_starved_ffn_only": Claim("Block-0 gradient starvation: FFNOnly", "layer0_starved"),
     "layer0_starved_no_residual": Claim("Block-0 gradient starvation: NoResidual", "layer0_starved"),
     "layer0_full": Claim("Full keeps a block-0 gradient", "layer0_full"),
@@ -579,7 +586,8 @@ def scale_note(results_dir: str | Path | None = None, stand_in: str = "cpu") -> 
     size = f"a {sizes.max() / 1e6:.2g}M-parameter" if len(sizes) else "a small"
     missing = [p for p in PAPER_SCALE if not (records.profile == p).any()]
     waiting = (f"There are no {' or '.join(f'`{p}`' for p in missing)} records yet, so every row at "
-               f"{'that profile' if len(missing) == 1 else 'those profiles'} reads `not run at this scale`."
+               f"{'that profile' if len(missing) == 1 else 'those profiles'} that records could decide reads "
+               "`not run at this scale`."
                if missing else "Records exist at both paper profiles.")
     twin = DROPOUT_TWIN.get(stand_in)
     dropout = ""
@@ -614,7 +622,8 @@ def _diverged_note(records: pd.DataFrame) -> str:
     if not len(bad):
         return ""
     runs = "; ".join(f"{r.profile} {r.variant} seed {r.seed}" for r in bad.itertuples())
-    return f" {len(bad)} run(s) diverged (non-finite loss) and are left out of every verdict: {runs}."
+    return (f" {len(bad)} run{'s' if len(bad) > 1 else ''} diverged (non-finite loss) and "
+            f"{'are' if len(bad) > 1 else 'is'} left out of every verdict: {runs}.")
 
 
 def build(results_dir: str | Path | None = None, stand_in: str = "cpu", records: pd.DataFrame | None = None
@@ -635,7 +644,7 @@ def build(results_dir: str | Path | None = None, stand_in: str = "cpu", records:
             part = group[group.scale == scale]
             for profile in profiles_for_scale(scale, stand_in, applied.central):
                 r = _Records(records, profile)
-                result = applied.check(r, part) if len(r.all) else None
+                result = applied.check(r, part) if len(r.all) or not applied.needs_records else None
                 ours, seeds, verdict = result if result else ("—", "—", "not run at this scale")
                 rows.append({"claim": claim, "scale": scale, "section": part["section"].iloc[0],
                              "statement": part["statement"].iloc[0], "paper": _paper_text(part),
@@ -765,6 +774,86 @@ def fragile(sensitivity_table: pd.DataFrame) -> set[tuple[str, str]]:
     return {(c, p) for changes in sensitivity_table["changes"] for c, p, *_ in changes}
 
 
+_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
+
+
+def _word(n: int) -> str:
+    return _WORDS[n] if 0 <= n < len(_WORDS) else f"{n:,}"
+
+
+#: How the count sentence names each verdict (singular, plural).
+_COUNTED = {
+    "reproduced": ("is reproduced", "are reproduced"),
+    "partly reproduced": ("holds in part", "hold in part"),
+    "agrees with the paper's confirmed result": ("agrees with the paper's confirmed result instead of its anomaly",
+                                                 "agree with the paper's confirmed results instead of its anomalies"),
+    "not reproduced": ("is not reproduced", "are not reproduced"),
+    "new evidence": ("is new evidence on a question the paper left open",
+                     "are new evidence on questions the paper left open"),
+    "not testable here": ("cannot be tested with these records", "cannot be tested with these records"),
+    "inconclusive": ("is an absolute number of the paper's model, which a smaller stand-in cannot check",
+                     "are absolute numbers of the paper's model, which a smaller stand-in cannot check"),
+}
+
+
+def count_sentence(table: pd.DataFrame, profile: str) -> str:
+    """The verdicts at ``profile`` in a sentence: how many claims it checks and what became of them."""
+    checked = table[(table.profile == profile) & (table.verdict != "not run at this scale")]
+    claims = table.claim.nunique()
+    counts = checked.drop_duplicates("claim").verdict.value_counts()
+    parts = [f"{_word(int(counts[v]))} {_COUNTED[v][int(counts[v]) > 1]}" for v in VERDICTS if v in counts]
+    if not parts:
+        return f"None of the {claims} claims has records at `{profile}` yet."
+    listed = parts[0] if len(parts) == 1 else "; ".join(parts[:-1]) + "; and " + parts[-1]
+    n = checked.claim.nunique()
+    return (f"Of the paper's {claims} claims, {_word(n)} can be checked at `{profile}`"
+            + (f" (the other {_word(claims - n)} are about models this profile does not train)" if claims > n else "")
+            + f": {listed}.")
+
+
+def headline(table: pd.DataFrame, records: pd.DataFrame, stand_in: str = "cpu") -> str:
+    """The book's outcome in plain words, from the scorecard and the records: the paper's
+    central claim, whether the asymmetry held at the stand-in (with its numbers), whether
+    FFNOnly collapsed in every seed (with and without dropout), and what waits for a GPU."""
+    rows = table.set_index(["claim", "profile"])
+    central = controlled(usable(records[records.profile == stand_in]))
+    means = central.groupby("variant")["final_val_loss"].mean()
+    sizes = central[central.variant == "full"]["n_params"]
+    text = ("The paper's central claim is an asymmetry: without its attention residual (FFNOnly) a Pre-LN "
+            "transformer collapses to the loss of a model that ignores its input, while without its feed-forward "
+            "residual (AttnOnly) it still learns.")
+    verdict = rows.verdict.get(("asymmetry_10m", stand_in))
+    if verdict and verdict != "not run at this scale" and {"attn_only", "ffn_only"} <= set(means.index):
+        size = f"a {sizes.max() / 1e6:.2g}M-parameter stand-in" if len(sizes) else "a small stand-in"
+        floor = float(central.eval_floor.iloc[0])
+        held = {"reproduced": "holds in every seed", "partly reproduced": "holds in some seeds only",
+                "not reproduced": "does not hold"}.get(verdict, "cannot be decided yet")
+        text += (f" On {size} trained on two CPU cores it {held}: AttnOnly ends at {means['attn_only']:.3f} nats "
+                 f"and FFNOnly at {means['ffn_only']:.3f}, against a floor of {floor:.3f}.")
+    collapse = []
+    for profile in stand_ins(stand_in):
+        row = rows.loc[("ffn_collapse_10m", profile)] if ("ffn_collapse_10m", profile) in rows.index else None
+        if row is None or row.verdict == "not run at this scale":
+            continue
+        ffn = controlled(usable(records[records.profile == profile]))
+        ffn = ffn[ffn.variant == "ffn_only"]
+        k = int(((ffn.eval_floor - ffn.final_val_loss) > FLOOR_TOL).sum())
+        setting = "without dropout" if profile == stand_in else "with dropout 0.2"
+        collapse.append((setting, k, len(ffn)))
+    if collapse:
+        if any(k for _, k, _ in collapse):
+            text += (" What does not hold as stated is that FFNOnly collapses in every seed: it leaves the floor in "
+                     + " and ".join(f"{k} of {n} seeds {setting}" for setting, k, n in collapse) + ".")
+        else:
+            text += (" FFNOnly stays at the floor in every seed ("
+                     + " and ".join(f"{n} seeds {setting}" for setting, k, n in collapse) + ").")
+    missing = [p for p in PAPER_SCALE if not (records.profile == p).any()]
+    if missing:
+        text += (" The paper's own 10M and 124M runs wait for a GPU, so its absolute numbers are not checked yet."
+                 if len(missing) == 2 else f" The `{missing[0]}` runs wait for a GPU.")
+    return text
+
+
 #: Each verdict's symbol and short label in the verdict grid (a symbol as well as a colour,
 #: so the grid reads without colour too); the CSS classes are ``v-<slug>``.
 GRID_LABELS = {
@@ -775,7 +864,7 @@ GRID_LABELS = {
     "new evidence": ("★", "new evidence"),
     "not testable here": ("∅", "not testable here"),
     "inconclusive": ("?", "inconclusive"),
-    "not run at this scale": ("·", "not run yet"),
+    "not run at this scale": ("·", "not run at this scale"),
 }
 
 
@@ -833,9 +922,11 @@ def grid_html(frame: pd.DataFrame, link: str = "scorecard.html", fragile_cells: 
             cells.append(f'<td class="verdict {verdict_slug(verdict)}" title="{html.escape(verdict)}">'
                          f'<span class="verdict-symbol" aria-hidden="true">{symbol}</span> {html.escape(label)}'
                          f'{mark}</td>')
-        name = html.escape(str(claim))
+        name = html.escape(str(claim)).replace("/", "/<wbr>")  # "FFNOnly/AttnOnly" breaks on a phone
         if claim in ids:
             name = f'<a href="{link}#{claim_anchor(ids[claim])}">{name}</a>'
+            note = CLAIMS[ids[claim]].note
+            name += f'<span class="claim-note">{html.escape(note)}</span>' if note else ""
         rows.append(f"<tr><th scope=\"row\">{name}</th>{''.join(cells)}</tr>")
     return (f'<div class="table-scroll"><table class="verdict-grid" id="verdict-grid"><thead><tr>'
             f'<th scope="col">claim</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
@@ -897,12 +988,15 @@ def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | 
     shown = ""
     left_out = records.attrs.get("diverged") or []
     if left_out:
-        shown += (f'<p class="verdict-box-scope"><strong>Left out:</strong> {len(left_out)} run(s) that diverged '
+        runs = f"{len(left_out)} run{'s' if len(left_out) > 1 else ''}"
+        shown += (f'<p class="verdict-box-scope"><strong>Left out:</strong> {runs} that diverged '
                   f"(non-finite loss): {html.escape('; '.join(left_out))}.</p>")
     if len(records):
-        seeds = ", ".join(str(s) for s in sorted(set(int(x) for x in records.seed)))
+        seed_list = sorted(set(int(x) for x in records.seed))
+        seeds = ("seed " if len(seed_list) == 1 else "seeds ") + ", ".join(map(str, seed_list))
+        n_runs = f"{len(records)} run{'s' if len(records) != 1 else ''}"
         shown += (f'<p class="verdict-box-scope">This page shows the <code>{html.escape(profile)}</code> profile\'s '
-                 f"records: {len(records)} run(s), seed(s) {seeds}, read from <code>results/{html.escape(profile)}/"
+                 f"records: {n_runs}, {seeds}, read from <code>results/{html.escape(profile)}/"
                  f"</code>. The verdict rules and the other profiles are on the "
                  f'<a href="../book/scorecard.html">scorecard</a>.</p>')
     title = " and ".join(f"<code>{html.escape(p)}</code>" for p in profiles if (rows.profile == p).any()) or \

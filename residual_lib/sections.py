@@ -32,6 +32,7 @@ from .model import VARIANTS
 from .profiles import DROPOUT_TWIN, LADDER_SEEDS, PROFILES, get_profile, ladder
 from .records import diverged, find_record, load_records, usable
 from .runs import CENTRAL_VARIANTS, MAX_SEED, PAPER_SEEDS, Run
+from .tables import scientific
 from .train import obtain
 
 #: The profile a notebook run as it is, or a sweep without --profile, trains: seconds a run.
@@ -124,7 +125,7 @@ def escape_condition(profile: str, run_profile: str, gain: float, init_noise: fl
     if run_profile in named:
         return named[run_profile]
     if init_noise:
-        return f"initial weights nudged ({init_noise:g})"
+        return f"initial weights nudged by {scientific(init_noise, 1)}"
     if gain != 1.0:
         return f"gain {gain:g}"
     return "as recorded (central sweep)"

@@ -1,8 +1,8 @@
 """How the book shows a table: one formatting rule for every page.
 
 :func:`table` turns a data frame into a styled table with readable column headers, numbers
-to three decimals (very small or very large ones in scientific notation, so a gradient of
-4.5e-07 does not print as 0.000), ```—`` for a missing value, confidence bounds as one ``[low, high]`` column, and no pandas
+to three decimals with a true minus sign (very small or very large ones in scientific
+notation, so a gradient of 4.5×10⁻⁷ does not print as 0.000), ``—`` for a missing value, confidence bounds as one ``[low, high]`` column, and no pandas
 index. The
 rendered HTML sits in a box that scrolls sideways on its own when it is wider than the page
 (``_static/verdicts.css``), so a wide table never widens the page.
@@ -50,10 +50,22 @@ def header(name) -> str:
     return HEADERS.get(name, name.replace("_", " "))
 
 
-def number(value, decimals: int = 3) -> str:
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+
+
+def scientific(value: float, digits: int = 2) -> str:
+    """``value`` as ``4.5×10⁻⁷``: one token with no space, so it never wraps mid-number."""
+    mantissa, exponent = f"{value:.{digits - 1}e}".split("e")
+    return f"{mantissa.replace('-', '−')}×10{str(int(exponent)).translate(_SUPERSCRIPT)}"
+
+
+def number(value, decimals: int = 3, small: bool = True) -> str:
     """One cell: ``—`` when missing, integers as they are (with thousands separators from
-    10,000), floats to ``decimals`` places, or in scientific notation when that would hide
-    them (below 10^-decimals in size) or make them long (10^6 and above)."""
+    10,000), floats to ``decimals`` places with a true minus sign (and no "−0.000": a value
+    that rounds to zero is 0), or in scientific notation (:func:`scientific`) when fixed
+    decimals would hide them (below 10^-decimals in size: gradient norms, p-values) or make
+    them long (10^6 and above); with ``small`` False (a column of everyday magnitudes, such as
+    loss differences), a value that rounds to zero is written 0.000."""
     if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA or value is pd.NaT:
         return MISSING
     if isinstance(value, (bool, np.bool_)):
@@ -66,9 +78,10 @@ def number(value, decimals: int = 3) -> str:
             return f"{0:.{decimals}f}"
         if math.isinf(size):
             return "∞" if value > 0 else "−∞"
-        if size < 10 ** -decimals or size >= 1e6:
-            return f"{value:.{max(decimals - 1, 1)}e}"
-        return f"{value:.{decimals}f}"
+        if (small and size < 0.5 * 10 ** -decimals) or size >= 1e6:
+            return scientific(float(value))
+        text = f"{value:.{decimals}f}"
+        return text.replace("-", "−") if float(text) != 0 else text.lstrip("-")
     text = str(value)
     return MISSING if text in ("", "nan", "NaN", "None") else text
 
@@ -86,6 +99,15 @@ def _intervals(frame: pd.DataFrame, decimals: int) -> pd.DataFrame:
             frame = frame.drop(columns=[high]).rename(columns={low: name})
             frame[name] = text
     return frame
+
+
+def _spans(column: pd.Series) -> bool:
+    """Whether a column holds a quantity that spans orders of magnitude (gradient norms,
+    p-values): every value positive, some below what three decimals show. Such a column
+    writes its small values in scientific notation; any other writes them as 0.000."""
+    values = pd.to_numeric(column, errors="coerce")
+    values = values[np.isfinite(values)] if pd.api.types.is_float_dtype(values) else values.iloc[0:0]
+    return bool(len(values)) and bool((values > 0).all()) and bool((values < 5e-4).any())
 
 
 def table(frame: pd.DataFrame | pd.Series, headers: dict[str, str] | None = None, decimals: int = 3,
@@ -107,7 +129,8 @@ def table(frame: pd.DataFrame | pd.Series, headers: dict[str, str] | None = None
     frame.columns = [names.get(c, header(c)) if isinstance(c, str) else header(c) for c in frame.columns]
     if frame.columns.duplicated().any():
         raise ValueError(f"two columns share a header: {list(frame.columns)}; pass headers= to tell them apart")
-    text = frame.astype(object).map(lambda v: number(v, decimals))
+    text = pd.DataFrame({c: [number(v, decimals, _spans(frame[c])) for v in frame[c]] for c in frame.columns},
+                        index=frame.index)
     styler = text.style.hide(axis="index").set_table_attributes('class="book-table"')
     numeric = [c for c, dtype in zip(frame.columns, frame.dtypes) if pd.api.types.is_numeric_dtype(dtype)
                and not pd.api.types.is_bool_dtype(dtype)]

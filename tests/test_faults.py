@@ -112,7 +112,7 @@ def _damage(path: Path, how: str) -> str:
 
 DAMAGES = ["truncated", "empty", "garbage", "nan", "missing-field", "other-run", "edited-number", "edited-loss",
            "edited-loss-negative", "edited-loss-huge", "edited-loss-bool", "edited-curve", "resealed-final",
-           "edited-consistently", "resealed-best", "resealed-train-loss", "unsealed"]
+           "edited-consistently", "resealed-best", "resealed-train-loss"]
 
 
 @pytest.mark.parametrize("how", DAMAGES)
@@ -482,6 +482,16 @@ def test_a_killed_fused_group_resumes_bitwise_identical(tmp_path, monkeypatch):
         assert trained and _bits(a) == _bits(b)
         assert read_record(b)["provenance"]["resumed_from_step"] == 100
     assert not list((tmp_path / "killed" / "smoke" / ".checkpoints").glob("*.pt"))
+
+
+def test_an_unsealed_record_is_left_in_place_and_named_with_the_script_that_seals_it(good, tmp_path):
+    path = _copy(good, tmp_path)
+    reason = _damage(path, "unsealed")
+    before = path.read_bytes()
+    key = good.name.rsplit("_", 1)[1].removesuffix(".json")
+    with pytest.raises(RecordError, match=f"{reason}.*migrate_records.py"):
+        find_record(tmp_path / "results", "smoke", key)  # not quarantined, not retrained: only unsealed
+    assert path.read_bytes() == before and not list(path.parent.glob("*.bad*"))
 
 
 def test_old_records_migrate_to_the_current_schema_keeping_their_keys(good, tmp_path):

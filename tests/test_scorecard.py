@@ -71,7 +71,30 @@ def test_every_claim_has_a_row_per_profile_of_its_scale_and_none_is_run_without_
     twin = set(table[table.profile == "cpu-dropout"].claim)
     assert "asymmetry_10m" in twin and "ffn_collapse_10m" in twin
     assert not twin & {"gain_confound", "mixer_test", "joint_collapse_10m", "nondeterministic_repeats"}
-    assert set(table.verdict) == {"not run at this scale"}
+    # without records nothing is run, except a claim no record could ever test
+    untestable = table.claim.map(lambda c: not scorecard.RULES[scorecard.CLAIMS[c].rule].needs_records)
+    assert set(table[untestable].claim) == {"asymmetry_by_scale"}
+    assert set(table[~untestable].verdict) == {"not run at this scale"}
+    assert set(table[untestable].verdict) == {"not testable here"}
+
+
+def test_a_claim_no_record_can_test_is_not_testable_at_every_profile_records_or_not(tmp_path):
+    everywhere = {"cpu", "cpu-dropout", "paper-10m", "paper-124m"}
+    assert verdicts(tmp_path, "asymmetry_by_scale") == dict.fromkeys(everywhere, "not testable here")
+    central(tmp_path, "cpu", attn=1.8, ffn=3.33)
+    assert verdicts(tmp_path, "asymmetry_by_scale") == dict.fromkeys(everywhere, "not testable here")
+    rows = scorecard.build(tmp_path).query("claim == 'asymmetry_by_scale'")
+    assert set(rows.rule) == {scorecard.RULES["undefined"].text}  # the rule is shown where it decided
+
+
+def test_one_name_per_verdict_in_the_grid_and_the_badges():
+    def shortens(label, verdict):  # the label's words are the verdict's, some left out
+        words = iter(verdict.split())
+        return all(word in words for word in label.split())
+
+    for verdict in scorecard.VERDICTS:
+        assert shortens(scorecard.GRID_LABELS[verdict][1], verdict), verdict
+    assert "</span> not run at this scale</span>" in scorecard.badge("not run at this scale")
 
 
 def test_rows_come_in_the_order_of_the_claims_file(tmp_path):
@@ -291,14 +314,14 @@ def test_escape_step_is_where_the_loss_leaves_the_floor_for_good():
 
 
 def test_the_escape_plan_covers_every_condition_and_keeps_the_central_runs():
-    from residual_lib.sections import ESCAPE_INIT_NOISE, ESCAPE_RATE_SEEDS, escape_condition, plan
+    from residual_lib.sections import ESCAPE_RATE_SEEDS, escape_condition, plan
 
     specs = plan("10_ffn_escape", "cpu", seeds=[1, 2], variants=["full"])
     assert {s.variant for s in specs} == {"ffn_only"}
     labels = [escape_condition("cpu", s.profile.name, s.gain, s.init_noise) for s in specs]
     # the escape rate's twenty seeds, at the base profile and with dropout; the other conditions at the given seeds
     assert labels.count("as recorded (central sweep)") == 20 and labels.count("dropout 0.2") == 20
-    assert labels.count(f"initial weights nudged ({ESCAPE_INIT_NOISE:g})") == 2 and labels.count("6,000 steps") == 2
+    assert labels.count("initial weights nudged by 1×10⁻⁶") == 2 and labels.count("6,000 steps") == 2
     assert {s.seed for s in specs if s.profile.name == "cpu-dropout"} == set(ESCAPE_RATE_SEEDS) | {1, 2}
     assert len(specs) == len(set(specs))
     smoke = plan("10_ffn_escape", "smoke", seeds=[1, 2], variants=["full"])  # the tests' profile: the seeds given

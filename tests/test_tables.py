@@ -13,10 +13,12 @@ from residual_lib.tables import MISSING, number, table
 
 @pytest.mark.parametrize("value, text", [
     (3.347312, "3.347"),
-    (-0.0571, "-0.057"),
+    (-0.0571, "−0.057"),  # a true minus sign
+    (-0.0002, "0.000"),  # no "−0.000" ...
+    (-4e-7, "−4.0×10⁻⁷"),  # ... unless small values are shown (a column that spans orders of magnitude)
     (0.0, "0.000"),
-    (4.5e-7, "4.50e-07"),  # a starved gradient does not print as 0.000
-    (2.5e6, "2.50e+06"),
+    (4.5e-7, "4.5×10⁻⁷"),  # a starved gradient does not print as 0.000
+    (2.5e6, "2.5×10⁶"),
     (float("nan"), MISSING),
     (None, MISSING),
     (pd.NA, MISSING),
@@ -30,7 +32,7 @@ from residual_lib.tables import MISSING, number, table
     (math.inf, "∞"),
 ])
 def test_each_cell_is_formatted_by_one_rule(value, text):
-    assert number(value) == text
+    assert number(value, small=value != -0.0002) == text
 
 
 def test_a_table_has_readable_headers_no_index_and_dashes_for_missing_values():
@@ -54,3 +56,11 @@ def test_two_columns_with_one_header_are_refused():
 def test_decimals_and_a_caption_can_be_chosen():
     html = table(pd.DataFrame({"floor": [3.34731]}), decimals=4, caption="Floors").to_html()
     assert ">3.3473<" in html and "Floors" in html
+
+
+def test_a_column_of_everyday_magnitudes_never_shows_scientific_notation_or_minus_zero():
+    frame = pd.DataFrame({"gap": [1.645, -0.0002, 0.0001], "grad": [0.74, 2e-7, 5e-9]})
+    html = table(frame).to_html()
+    assert "0.000" in html and "−0.000" not in html and "-0.000" not in html
+    assert "2.0×10⁻⁷" in html and "0.740" in html  # gradient norms span orders of magnitude
+    assert "e-0" not in html

@@ -483,7 +483,8 @@ def ladder_gaps(frame: pd.DataFrame, value: str = "final_val_loss") -> pd.DataFr
     return table.sort_values(["gap", "n_params"], ignore_index=True)
 
 
-def _signed(x: float) -> str:
+def signed(x: float) -> str:
+    """A difference with its sign, three decimals and a true minus; 0.000 when it rounds to zero."""
     return f"{'−' if x < 0 else '+'}{abs(x):.3f}" if round(abs(x), 3) else "0.000"
 
 
@@ -515,8 +516,8 @@ def ladder_text(gaps: pd.DataFrame, trend: pd.DataFrame, gap: str, floor_tol: fl
         return text + "; too few rungs have records to fit a trend."
     what = {"no trend distinguishable from zero": "no trend distinguishable from zero",
             "grows with size": "it grows with size", "shrinks with size": "it shrinks with size"}[fit.trend]
-    return (text + f". Across {int(fit.rungs)} rungs, {what}: {_signed(fit.slope_per_decade)} nats per tenfold "
-            f"increase in parameters (95% interval {_signed(fit.slope_low)} to {_signed(fit.slope_high)}, "
+    return (text + f". Across {int(fit.rungs)} rungs, {what}: {signed(fit.slope_per_decade)} nats per tenfold "
+            f"increase in parameters (95% interval {signed(fit.slope_low)} to {signed(fit.slope_high)}, "
             f"p = {p_text(float(fit.p))}).")
 
 

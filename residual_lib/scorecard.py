@@ -363,7 +363,8 @@ def _ffn_vs_nores(r: _Records, rows):
     wide = r.by_seed()[["ffn_only", "no_residual"]].dropna()
     diff = wide.ffn_only - wide.no_residual
     close = diff.abs() <= FLOOR_TOL
-    ours = (f"per seed {', '.join(f'{d:+.3f}' for d in diff)}; {_count(int(close.sum()), len(diff), 'within tolerance')}"
+    ours = (f"per seed {', '.join(analysis.signed(d) for d in diff)}; "
+            f"{_count(int(close.sum()), len(diff), 'within tolerance')}"
             + (f" (largest |gap| there {diff[close].abs().max():.4f})" if close.any() else ""))
     return ours, _seeds(wide.reset_index()), _share(int(close.sum()), len(diff))
 
@@ -920,8 +921,8 @@ def grid_html(frame: pd.DataFrame, link: str = "scorecard.html", fragile_cells: 
             mark = ('<span class="verdict-fragile" title="changes at a plausible threshold: see the threshold table">'
                     ' fragile</span>' if shaky else "")
             cells.append(f'<td class="verdict {verdict_slug(verdict)}" title="{html.escape(verdict)}">'
-                         f'<span class="verdict-symbol" aria-hidden="true">{symbol}</span> {html.escape(label)}'
-                         f'{mark}</td>')
+                         f'<span class="verdict-symbol" aria-hidden="true">{symbol}</span>'
+                         f'<span class="verdict-label"> {html.escape(label)}</span>{mark}</td>')
         name = html.escape(str(claim)).replace("/", "/<wbr>")  # "FFNOnly/AttnOnly" breaks on a phone
         if claim in ids:
             name = f'<a href="{link}#{claim_anchor(ids[claim])}">{name}</a>'

@@ -340,7 +340,7 @@ def test_the_verdict_grid_has_a_row_per_claim_and_a_symbol_per_checked_cell(tmp_
     assert pd.isna(frame.loc[scorecard.TITLES["asymmetry_10m"], "paper-124m"])  # a 10M claim
     html = scorecard.grid_html(frame)
     assert html.count('class="verdict v-') == int(frame.notna().sum().sum())
-    assert '<span class="verdict-symbol" aria-hidden="true">✓</span> reproduced' in html
+    assert '<span class="verdict-symbol" aria-hidden="true">✓</span><span class="verdict-label"> reproduced</span>' in html
 
 
 def _luminance(hex_colour: str) -> float:

@@ -53,7 +53,9 @@ def seeds_text(seeds) -> str:
 def entry(row, profiles) -> str:
     link = f"scorecard.html#{scorecard.claim_anchor(row.claim)}"
     where = [f"`{p}`" for p in profiles]
-    where = " and ".join([", ".join(where[:-1]), where[-1]] if len(where) > 1 else where)
+    where = " and ".join(
+        [", ".join(where[:-1]), where[-1]] if len(where) > 1 else where
+    )
     return (
         f"## {scorecard.TITLES.get(row.claim, row.claim)} at {where}\n\n"
         f"{scorecard.badge(row.verdict)} "
@@ -61,12 +63,17 @@ def entry(row, profiles) -> str:
         f"- **The paper** (section {row.section}): {row.statement}. Reported:"
         f" {row.paper}."
         + (f" ({row.paper_note}.)" if row.paper_note else "")
-        + (f"\n- **Here** ({seeds_text(row.seeds)}): {row.ours}." if row.ours != "—" else "")
+        + (
+            f"\n- **Here** ({seeds_text(row.seeds)}): {row.ours}."
+            if row.ours != "—"
+            else ""
+        )
         + f"\n- **Rule**: {row.rule}.\n"
     )
 
 
-# one entry for a claim that reads the same at several profiles (one no record could test)
+# one entry for a claim that reads the same at several profiles
+# (one that no record could test)
 same = failed.groupby(["claim", "verdict", "ours", "seeds"], sort=False)
 Markdown(
     "\n".join(entry(group.iloc[0], list(group.profile)) for _, group in same)

@@ -162,8 +162,9 @@ if len(runs):
         "fig-escape-curves",
         "FFNOnly's validation loss on the fixed batches, every run, one panel per "
         "condition, coloured by whether the run escapes. The dashed line is the floor "
-        f"of those batches; the grey band, ±{scorecard.FLOOR_TOL} nats around it, counts"
-        ' as "at the floor".',
+        "of those batches; the grey band,"
+        f" ±{scorecard.FLOOR_TOL} nats around it, counts as"
+        ' "at the floor".',
         "Small multiple line charts, one per condition, of validation loss in nats"
         " against training step for each run, with a dashed floor line inside a grey"
         " band.",

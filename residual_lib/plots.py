@@ -10,6 +10,8 @@ Legends sit outside the data, and losses are labelled in nats.
 
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -219,7 +221,8 @@ def escape_curves(curve: pd.DataFrame, floor: float, tolerance: float, order: li
                     alpha=0.95 if escaped else 0.55)
         ax.axhspan(floor - tolerance, floor + tolerance, color="#dddddd", zorder=0)
         ax.axhline(floor, color="black", ls="--", lw=1)
-        ax.set(title=condition, xlabel="training step", ylabel="val loss (nats)")
+        # long condition names wrap, so that no title widens the figure beyond its design width
+        ax.set(title=textwrap.fill(condition, 24), xlabel="training step", ylabel="val loss (nats)")
         ax.tick_params(labelbottom=True)  # every panel keeps its step axis
     for ax in list(axes.flat)[len(conditions):]:
         ax.axis("off")

@@ -14,8 +14,8 @@
 # Every claim of the paper, judged at every profile where it can be checked: the verdicts at
 # a glance first (✓ reproduced or agrees with the paper's confirmed result, ◐ partly
 # reproduced, ✗ not reproduced, ★ new evidence on a question the paper left open, ∅ not
-# testable with these records, ? inconclusive at this scale, · not run yet, — not a claim
-# about that scale), then each claim with the paper's values, ours and the rule that
+# testable with these records, ? inconclusive at this scale, · not run at this scale, — not
+# a claim about that scale), then each claim with the paper's values, ours and the rule that
 # decided. Everything on this page is computed from the run records.
 
 # %% tags=["parameters", "remove-cell"]

@@ -12,8 +12,9 @@
 # # 3 · Experimental setup: data and models
 #
 # The paper trains GPT-style Pre-LN transformers at two scales: about 10M parameters on
-# TinyShakespeare at character level, and about 124M parameters (GPT-2 small) on the first
-# 100,000 documents of OpenWebText with GPT-2's BPE. This page measures the corpora and the
+# TinyShakespeare at character level, and about 124M parameters on 100,000 documents of
+# OpenWebText with GPT-2's BPE (the `paper-124m` profile takes GPT-2 small's shape and the
+# corpus's first 100,000 documents). This page measures the corpora and the
 # models this code builds for every profile; nothing here is trained.
 
 # %% tags=["parameters", "remove-cell"]

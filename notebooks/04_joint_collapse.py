@@ -59,8 +59,8 @@ paper.section_view(4)
 # ## Final validation loss and degradation ratios
 #
 # Random evaluation changes how a loss is *measured*, not what is trained: the same model
-# evaluated on other random batches moves by about a hundredth of a nat (chapter 5), far
-# less than the distance between AttnOnly and the floor.
+# evaluated on other random batches moves far less than the distance between AttnOnly and
+# the floor ([chapter 5](05_confounds) measures by how much).
 
 # %%
 summary = analysis.variant_summary(records)
@@ -89,7 +89,9 @@ plots.show(
 #
 # The gradient norm of the first transformer block (all of its parameters; embeddings
 # excluded), before clipping, over the logged steps from 6% of training on: the paper's
-# "from step 300 onward" assumes its 5,000-step 10M run, so the same share is used here
+# "from step 300 onward" is read as a share of a 5,000-step 10M run (nanoGPT's
+# shakespeare_char schedule; the summary does not give the paper's step count), so the same
+# share is used here
 # (step 120 of 2,000 at `cpu`). The median over those steps per run, then per variant over
 # the controlled runs of every seed; `starved` is the share of those steps below 5e-4
 # (0.000 to three decimals). Records made since block 0 is also logged by sub-module show

@@ -123,7 +123,7 @@ table(analysis.misorder_table(estimates))
 # %% [markdown]
 # ## (c) Representation drift
 #
-# The paper's drift figures for this section (14.0× / 5.4× / 1.4×) are its hidden-norm
-# growth figures of section 7 (14.03× / 5.37×) rounded, and it defines neither. Both are
+# The paper's drift figures for this section (14.0× / 5.4× / 1.4×) appear to be its
+# hidden-norm growth figures of section 7 (14.03× / 5.37×) rounded, and it defines neither. Both are
 # scored as one claim and computed under every plausible definition in
 # [chapter 7](07_mechanism).

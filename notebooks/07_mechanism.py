@@ -193,7 +193,7 @@ Markdown(text)
 #
 # The hypothesis starts from the premise that AttnOnly's first block is as starved as
 # FFNOnly's. Block 0's gradient norm, median over the logged steps from 6% of training on
-# (the paper's step 300 of a 5,000-step run), per variant and seed:
+# (the paper's step 300, read as a share of an assumed 5,000-step run), per variant and seed:
 
 # %%
 layer0 = analysis.layer0_after(records[records.variant.isin(["attn_only", "ffn_only"])])

@@ -298,7 +298,8 @@ def _gain(r: _Records, rows):
     by = next((s for s in evals if s >= within), evals[-1])  # the first evaluation at or after it
     ours = (f"final-loss spread {spread:.3f} over gains {', '.join(f'{g:g}' for g in by_gain.index)}; validation "
             f"curves within {GAIN_TOL} from step {f'{merged:,}' if merged is not None else '—'} of {steps:,} (the "
-            f"paper's {paper_steps:.0f} of {analysis.PAPER_10M_STEPS:,} is step {within} here, evaluated at {by})")
+            f"paper's ~{paper_steps:.0f} steps, read as a share of an assumed {analysis.PAPER_10M_STEPS:,}-step run, "
+            f"is step {within} here, evaluated at {by})")
     final_ok, fast = spread <= GAIN_TOL, merged is not None and merged <= by
     verdict = "reproduced" if final_ok and fast else "partly reproduced" if final_ok else "not reproduced"
     return ours, _seeds(gains), verdict
@@ -506,7 +507,8 @@ def _eval_noise(r: _Records, rows):
     sd, largest = float(noise.deviation.std()), float(noise.deviation.abs().max())
     misorder = analysis.misorder_probability(noise, "attn_only", "ffn_only")
     ours = (f"random evaluation moves a final loss by sd {sd:.3f} nats (largest {largest:.3f}, "
-            f"{largest / discrepancy:.1%} of the paper's {discrepancy:.2f}-nat discrepancy) and misorders attn_only "
+            f"{largest / discrepancy:.1%} of the {discrepancy:.2f}-nat discrepancy between the paper's nanoGPT and "
+            f"controlled values) and misorders attn_only "
             f"and ffn_only in {misorder:.0%} of draws")
     if largest >= discrepancy:
         verdict = "reproduced"

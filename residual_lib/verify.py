@@ -33,7 +33,7 @@ from pathlib import Path
 import pandas as pd
 
 from .paths import default_results_dir
-from .records import RecordError, read_record, write_record
+from .records import RecordError, read_record, seal, write_record
 from .runs import Run, RunError
 
 #: The folder beside a profile's records that holds their certificates.
@@ -140,6 +140,7 @@ def verify_record(path: str | os.PathLike, scratch_dir: str | os.PathLike | None
         "rerun_wall_seconds": round(seconds, 3),
         "verified_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
+    cert = seal(cert)  # a certificate vouches for itself as a record does
     write_record(cert, certificate_path(path))
     return cert
 

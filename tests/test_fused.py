@@ -111,11 +111,13 @@ def test_sweep_with_fuse_trains_groups_and_resumes(tmp_path):
     notebook = str(Path(__file__).resolve().parents[1] / "notebooks" / "06_central.py")
     report = sweep([notebook], profile="smoke", seeds=[5, 6], results_dir=tmp_path, run_notebooks=False,
                    progress=False, fuse=4)
-    assert report.ok and len(report.trained) == 8 and report.cached == 0
+    # the four variants at two seeds, and the same at the dropout twin (chapter 6 plans both)
+    assert report.ok and len(report.trained) == 16 and report.cached == 0
     records = [read_record(p) for p in report.trained]
-    assert sorted(r["provenance"]["fused_models"] for r in records) == [4] * 8
-    assert {(r["variant"], r["seed"]) for r in records} == {(v, s) for v in ("full", "attn_only", "ffn_only",
-                                                                            "no_residual") for s in (5, 6)}
+    assert sorted(r["provenance"]["fused_models"] for r in records) == [4] * 16
+    assert {(r["profile"], r["variant"], r["seed"]) for r in records} == {
+        (p, v, s) for p in ("smoke", "smoke-dropout") for v in ("full", "attn_only", "ffn_only", "no_residual")
+        for s in (5, 6)}
     # a sweep stopped in the middle of its groups: one run of each group never got its record
     lost = [p for p in report.trained if "/full_seed" in p]
     kept = {p: Path(p).read_bytes() for p in report.trained if p not in lost}
@@ -123,8 +125,8 @@ def test_sweep_with_fuse_trains_groups_and_resumes(tmp_path):
         Path(path).unlink()
     again = sweep([notebook], profile="smoke", seeds=[5, 6], results_dir=tmp_path, run_notebooks=False,
                   progress=False, fuse=4)
-    assert sorted(again.trained) == sorted(lost) and again.cached == 6
-    assert [read_record(p)["provenance"]["fused_models"] for p in again.trained] == [2, 2]  # fused together
+    assert sorted(again.trained) == sorted(lost) and again.cached == 12
+    assert [read_record(p)["provenance"]["fused_models"] for p in again.trained] == [2] * 4  # fused in pairs
     assert all(Path(p).read_bytes() == data for p, data in kept.items())  # the others untouched
 
 

@@ -417,15 +417,22 @@ def _kill_at(monkeypatch, module, name, step_to_die):
     monkeypatch.setattr(module, name, dying)
 
 
-def test_a_killed_run_resumes_from_its_checkpoint_bitwise_identical(tmp_path, monkeypatch):
+
+def _whole_and_killed(tmp_path: Path, monkeypatch, every: int, at: int) -> tuple[Path, list[Path]]:
+    """A smoke run trained whole, and the same run checkpointed every ``every`` steps and
+    killed at step ``at`` under ``tmp_path/killed``: the whole record and the checkpoints left."""
     import residual_lib.train as train_module
 
-    whole, _ = run(Run("smoke", "attn_only", 8), tmp_path / "whole", progress=False, checkpoint_every=50)
+    whole, _ = run(Run("smoke", "attn_only", 8), tmp_path / "whole", progress=False, checkpoint_every=every)
     with monkeypatch.context() as patch:
-        _kill_at(patch, train_module, "train_step", 100)
+        _kill_at(patch, train_module, "train_step", at)
         with pytest.raises(_Killed):
-            run(Run("smoke", "attn_only", 8), tmp_path / "killed", progress=False, checkpoint_every=50)
-    saved = list((tmp_path / "killed" / "smoke" / ".checkpoints").glob("*.pt"))
+            run(Run("smoke", "attn_only", 8), tmp_path / "killed", progress=False, checkpoint_every=every)
+    return whole, list((tmp_path / "killed" / "smoke" / ".checkpoints").glob("*.pt"))
+
+
+def test_a_killed_run_resumes_from_its_checkpoint_bitwise_identical(tmp_path, monkeypatch):
+    whole, saved = _whole_and_killed(tmp_path, monkeypatch, every=50, at=100)
     assert len(saved) == 1 and read_checkpoint(saved[0])["step"] == 100
     assert not list((tmp_path / "killed" / "smoke").glob("*.json"))
     resumed, trained = run(Run("smoke", "attn_only", 8), tmp_path / "killed", progress=False, checkpoint_every=50)
@@ -438,14 +445,7 @@ def test_a_checkpoint_with_overwritten_bytes_starts_the_run_over(tmp_path, monke
     """16 bytes overwritten in the middle of a step-80 checkpoint (tensor data, which torch.load
     reads without complaint): the run starts over, says so in one line, and ends bitwise
     identical to an uninterrupted run."""
-    import residual_lib.train as train_module
-
-    whole, _ = run(Run("smoke", "attn_only", 8), tmp_path / "whole", progress=False, checkpoint_every=40)
-    with monkeypatch.context() as patch:
-        _kill_at(patch, train_module, "train_step", 80)
-        with pytest.raises(_Killed):
-            run(Run("smoke", "attn_only", 8), tmp_path / "killed", progress=False, checkpoint_every=40)
-    saved = list((tmp_path / "killed" / "smoke" / ".checkpoints").glob("*.pt"))
+    whole, saved = _whole_and_killed(tmp_path, monkeypatch, every=40, at=80)
     assert len(saved) == 1
     data = bytearray(saved[0].read_bytes())
     middle = len(data) // 2

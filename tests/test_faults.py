@@ -417,7 +417,6 @@ def _kill_at(monkeypatch, module, name, step_to_die):
     monkeypatch.setattr(module, name, dying)
 
 
-
 def _whole_and_killed(tmp_path: Path, monkeypatch, every: int, at: int) -> tuple[Path, list[Path]]:
     """A smoke run trained whole, and the same run checkpointed every ``every`` steps and
     killed at step ``at`` under ``tmp_path/killed``: the whole record and the checkpoints left."""

@@ -17,7 +17,7 @@
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"
-seeds = None  # None: the section's default, sections.defaults(section)
+seeds = None  # None: the section's default, parameters.defaults(section)
 variants = None
 results_dir = None
 train_missing = False
@@ -28,7 +28,7 @@ gain_variant = None
 # %% tags=["hide-input"]
 from residual_lib import analysis, plots, scorecard
 from residual_lib.book import glue
-from residual_lib.sections import notebook_records
+from residual_lib.notebook import notebook_records
 from residual_lib.tables import table
 
 records = notebook_records("05_confounds", globals())

@@ -29,11 +29,11 @@ from IPython.display import HTML, Markdown, display
 
 from residual_lib import scorecard
 from residual_lib.book import glue
-from residual_lib.paths import default_results_dir
-from residual_lib.records import load_records
+from residual_lib.paths import results_folder
+from residual_lib.frames import load_records
 from residual_lib.tables import table as show_table
 
-records = load_records(results_dir or default_results_dir())
+records = load_records(results_folder(results_dir))
 table = scorecard.build(stand_in=profile, records=records)
 sensitivity = scorecard.sensitivity(stand_in=profile, records=records, table=table)
 fragile = scorecard.fragile(sensitivity)

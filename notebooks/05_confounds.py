@@ -17,13 +17,13 @@
 # multiplicative reparameterization
 # within a few hundred steps, so all tested gains are functionally equivalent. (b) nanoGPT's
 # randomly sampled validation batches are noisy enough to confound comparisons; the
-# controlled runs use batches fixed once with seed 99,991. (c) Representation drift is
-# largest for AttnOnly, then FFNOnly, then Full Residual. The paper's numbers are in the
-# folded block below the verdicts, read from `residual_lib/paper_claims.csv`.
+# controlled runs use batches fixed once with seed {glue:md}`fixed_val_seed`. (c) Representation
+# drift is largest for AttnOnly, then FFNOnly, then Full Residual. The paper's numbers are in
+# the folded block below the verdicts, read from `residual_lib/paper_claims.csv`.
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"
-seeds = None  # None: the section's default, sections.defaults(section)
+seeds = None  # None: the section's default, parameters.defaults(section)
 variants = None
 device = "auto"
 results_dir = None
@@ -34,18 +34,22 @@ gain_variant = None
 # %%
 from IPython.display import Markdown
 
-from residual_lib import analysis, paper, plots, scorecard
-from residual_lib.sections import notebook_records
+from residual_lib import analysis, plots, scorecard
+from residual_lib.book import glue
+from residual_lib.chapters import confounds
+from residual_lib.batches import FIXED_VAL_SEED
+from residual_lib.notebook import notebook_records
 from residual_lib.tables import table
 
 records = notebook_records("05_confounds", globals())
 gain_runs, central = analysis.confound_runs(
     records, gain_variant, seeds[0], gains, variants
 )
+glue("fixed_val_seed", Markdown(f"{FIXED_VAL_SEED:,}"))
 scorecard.verdict_box(["gain_confound"], records)
 
 # %%
-paper.section_view(5)
+scorecard.section_view(5)
 
 # %% [markdown]
 # ## (a) The runtime-gain confound
@@ -57,33 +61,17 @@ paper.section_view(5)
 # %%
 train = analysis.curves(gain_runs, "train")
 spread, merged_at = analysis.gain_equivalence(train, scorecard.GAIN_TOL)
-gain_table = gain_runs.set_index("gain")[
-    ["final_val_loss", "best_val_loss"]
-].sort_index()
-table(gain_table, index="gain g")
+table(confounds.gain_table(gain_runs), index="gain g")
 
 # %%
-steps = int(gain_runs.steps.iloc[0])
-final_spread = gain_table.final_val_loss.max() - gain_table.final_val_loss.min()
-Markdown(
-    (
-        f"The training-loss spread across gains stays below {scorecard.GAIN_TOL} nats"
-        f" from step {merged_at:,} of {steps:,}"
-        if merged_at is not None
-        else f"The spread across gains never stays below {scorecard.GAIN_TOL} nats"
-    )
-    + f"; the final validation losses differ by {final_spread:.4f} nats."
-)
+Markdown(confounds.gain_finding(gain_runs, merged_at))
 
 # %%
 plots.show(
     plots.gain_curves(train, spread, scorecard.GAIN_TOL),
     "fig-gain-curves",
-    f"Training loss of `{gain_variant}` (seed {seeds[0]}) with a constant gain g on"
-    " every sublayer output (top), and the spread across gains at each logged step,"
-    f" log scale (bottom; the dashed line is the {scorecard.GAIN_TOL}-nat tolerance).",
-    "Two stacked line charts against training step: training loss in nats per gain, and"
-    " the max minus min across gains on a log scale with a dashed tolerance line.",
+    confounds.gain_caption(gain_variant, seeds[0]),
+    confounds.GAIN_ALT,
 )
 
 # %% [markdown]
@@ -95,22 +83,14 @@ plots.show(
 
 # %%
 estimates = analysis.val_estimates(central)
-noise = (
-    estimates.groupby("variant")["deviation"]
-    .agg(["std", lambda d: d.abs().max()])
-    .rename(columns={"<lambda_0>": "max |deviation| (nats)"})
-    .reindex(analysis.variant_order(estimates))
-)
-table(noise, index="variant")
+table(confounds.noise_table(estimates), index="variant")
 
 # %%
 plots.show(
     plots.eval_spread(estimates),
     "fig-eval-spread",
-    "Each point is one random-batch evaluation of a final model minus the same model's "
-    "fixed-batch loss: the noise a single nanoGPT-style validation estimate carries.",
-    "Strip chart per variant of random-batch minus fixed-batch validation loss in nats,"
-    " scattered around a zero line.",
+    confounds.SPREAD_CAPTION,
+    confounds.SPREAD_ALT,
 )
 
 # %% [markdown]

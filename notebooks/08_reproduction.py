@@ -23,7 +23,7 @@
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"
-seeds = None  # None: the section's default, sections.defaults(section)
+seeds = None  # None: the section's default, parameters.defaults(section)
 variants = None
 device = "auto"
 results_dir = None
@@ -32,67 +32,50 @@ repeats = None
 repro_variant = None
 
 # %%
-import pandas as pd
+from IPython.display import Markdown
 
-from residual_lib import analysis, paper, scorecard
-from residual_lib.sections import notebook_records
+from residual_lib import paper, scorecard
+from residual_lib.book import glue
+from residual_lib.chapters import reproduction
+from residual_lib.notebook import notebook_records
 from residual_lib.tables import table
 
 records = notebook_records("08_reproduction", globals())
-claims = paper.claims()
-scorecard.verdict_box(
-    ["intermediate_reproduction", "nondeterministic_repeats", "original_record"],
-    records,
-)
+scorecard.verdict_box(reproduction.CLAIMS, records)
 
 # %%
-paper.section_view(8)
+scorecard.section_view(8)
 
 # %% [markdown]
 # ## Repeats of one seed
 #
 # The same configuration (variant, seed, data order, initialisation) trained several times,
-# with deterministic algorithms (replicates 0 and 1) and without (replicates 0 to
-# `repeats − 1`). The device and thread count each ran on are in the records' provenance.
+# with deterministic algorithms (replicates {glue:md}`deterministic_replicates`) and without
+# (replicates 0 to `repeats − 1`). The device and thread count each ran on are in the records'
+# provenance.
 
 # %%
-repeat_runs = records[(records.variant == repro_variant) & (records.seed == seeds[0])]
-repeat_table = repeat_runs[
-    ["deterministic", "replicate", "final_val_loss", "best_val_loss", "device_name"]
-]
-repeat_table = repeat_table.sort_values(["deterministic", "replicate"])
-table(repeat_table, decimals=4, headers={"device_name": "device"})
-
-# %%
-spread = repeat_runs.groupby("deterministic")["final_val_loss"].agg(
-    ["count", "min", "max", "std"]
+repeat_runs = reproduction.repeat_runs(records, repro_variant, seeds[0])
+glue(
+    "deterministic_replicates",
+    Markdown(reproduction.deterministic_replicates(repeat_runs)),
 )
-spread["max − min"] = spread["max"] - spread["min"]
 table(
-    spread,
-    index="deterministic",
+    reproduction.repeat_table(repeat_runs),
     decimals=4,
-    headers={
-        "count": "runs",
-        "min": "min (nats)",
-        "max": "max (nats)",
-        "max − min": "max − min (nats)",
-    },
+    headers={"device_name": "device"},
 )
+
+# %%
+spread = reproduction.repeat_spread(repeat_runs)
+table(spread, index="deterministic", decimals=4, headers=reproduction.SPREAD_HEADERS)
 
 # %% [markdown]
 # ## The seed spread of the same configuration
 
 # %%
-seed_runs = records[
-    (records.variant == repro_variant)
-    & records.deterministic
-    & (records.replicate == 0)
-]
 table(
-    seed_runs.groupby("variant")["final_val_loss"].agg(
-        ["count", "mean", "std", "min", "max"]
-    ),
+    reproduction.seed_spread(reproduction.seed_runs(records, repro_variant)),
     index="variant",
     headers={"count": "seeds", "min": "min (nats)", "max": "max (nats)"},
 )
@@ -106,50 +89,7 @@ table(
 # its rule.
 
 # %%
-nondet = (
-    repeat_runs[~repeat_runs.deterministic]
-    .sort_values("replicate")["final_val_loss"]
-    .tolist()
-)
-rows = []
-for i, value in enumerate(claims[claims.claim == "nondeterministic_repeats"]["value"]):
-    rows.append(
-        {
-            "quantity": f"non-deterministic repeat {i + 1}",
-            "paper": value,
-            "ours": nondet[i] if i < len(nondet) else None,
-        }
-    )
-inter = claims[claims.claim == "intermediate_reproduction"].iloc[0]
-rows.append(
-    {
-        "quantity": f"{repro_variant} mean over seeds",
-        "paper": inter["value"],
-        "ours": seed_runs["final_val_loss"].mean(),
-    }
-)
-rows.append(
-    {
-        "quantity": f"{repro_variant} std over seeds",
-        "paper": inter["std"],
-        "ours": seed_runs["final_val_loss"].std(),
-    }
-)
-central = analysis.variant_summary(
-    records[records.deterministic & (records.replicate == 0)]
-)
-for variant in ("attn_only", "ffn_only"):
-    ref = claims[(claims.claim == "asymmetry_10m") & (claims.variant == variant)].iloc[
-        0
-    ]
-    rows.append(
-        {
-            "quantity": f"{variant} central mean",
-            "paper": ref["value"],
-            "ours": central.loc[variant, "mean"],
-        }
-    )
 table(
-    pd.DataFrame(rows).assign(profile=profile),
+    reproduction.comparison(records, paper.claims(), repro_variant, seeds[0], profile),
     headers={"paper": "the paper's (10M, nats)", "ours": "ours (nats)"},
 )

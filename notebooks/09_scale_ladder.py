@@ -15,11 +15,12 @@
 # different picture at 124M, and leaves open whether the asymmetry depends on scale. Two
 # points on the scale axis, with different data and tokenisers, cannot say.
 #
-# **Here.** One training budget (context 64, batch 32, 2,000 steps, dropout 0, fixed
-# evaluation) at five model sizes on the character corpus: four layers at widths 48, 80, 128
-# and 256, then the `paper-10m` shape itself (6 layers, 6 heads, width 384), the four central
-# variants at up to three seeds each (one at the largest rung, whose runs take over an hour
-# on one core). For every rung we plot two gaps against the parameter count:
+# **Here.** One training budget (context {glue:md}`ladder_context`, batch {glue:md}`ladder_batch`,
+# {glue:md}`ladder_steps` steps, dropout {glue:md}`ladder_dropout`, fixed evaluation) at five model sizes on the
+# character corpus: four layers at widths {glue:md}`ladder_widths`, then the `paper-10m` shape itself
+# ({glue:md}`ladder_top_layers` layers, {glue:md}`ladder_top_heads` heads, width {glue:md}`ladder_top_width`),
+# the four central variants at up to three seeds each (one at the largest rung, whose runs
+# take over an hour on one core). For every rung we plot two gaps against the parameter count:
 #
 # * `attn_only − full`, paired by seed: what removing the feed-forward residual costs;
 # * `ffn_only − floor`: how far above (or below) the unigram floor of the evaluation batches
@@ -29,7 +30,7 @@
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"
-seeds = None  # None: the section's default, sections.defaults(section)
+seeds = None  # None: the section's default, parameters.defaults(section)
 variants = None
 device = "auto"
 results_dir = None
@@ -39,16 +40,20 @@ ladder_seeds = None
 # %%
 from IPython.display import Markdown
 
-from residual_lib import analysis, plots, scorecard
+from residual_lib import plots, profiles, scaling
 from residual_lib.book import glue
-from residual_lib.profiles import get_profile, ladder
-from residual_lib.sections import notebook_records
+from residual_lib.chapters import ladder
+from residual_lib.notebook import notebook_records
 from residual_lib.tables import table
 
 records = notebook_records("09_scale_ladder", globals(), skip_missing=True)
-rungs = ladder(profile)
+rungs = profiles.ladder(profile)
 absent = records.attrs["missing"]
 glue("ladder_rungs", ", ".join(rungs))
+# the recipe the prose quotes, as Markdown for {glue:md}: {glue:text} would read
+# "2,000" as the tuple (2, 0)
+for name, text in ladder.recipe(rungs).items():
+    glue(name, Markdown(text))
 
 # %% [markdown]
 # ## The rungs
@@ -57,34 +62,24 @@ glue("ladder_rungs", ", ".join(rungs))
 # training tokens per parameter; the wall time per run is the records' own.
 
 # %%
-import pandas as pd
-
-shape = analysis.ladder_rungs(records, rungs)
-paper_10m = get_profile("paper-10m")
-paper_tokens = paper_10m.max_iters * paper_10m.tokens_per_step
-glue("ladder_tokens", f"{shape.tokens.iloc[0] / 1e6:.1f}M")
-glue(
-    "ladder_top_tokens_per_param", f"{shape['tokens per parameter'].iloc[-1]:.1f}"
-)
-glue(
-    "paper_tokens_per_param",
-    f"{paper_tokens / shape.parameters.iloc[-1]:.0f}",
-)
+shape = scaling.ladder_rungs(records, rungs)
+for name, text in ladder.token_budget(shape).items():
+    glue(name, text)
 table(shape, headers={"minutes per run": "minutes per run (median)"})
 
 # %% [markdown]
 # Every rung trains on {glue:text}`ladder_tokens` tokens, so the largest sees
 # {glue:text}`ladder_top_tokens_per_param` tokens per parameter, against about
-# {glue:text}`paper_tokens_per_param` for the paper's 10M run (5,000 steps of 64 × 256
-# tokens, as `paper-10m` reads it). The top rung is the paper's architecture, not the
-# paper's training.
+# {glue:text}`paper_tokens_per_param` for the paper's 10M run ({glue:md}`paper_steps` steps of
+# {glue:md}`paper_batch` × {glue:md}`paper_context` tokens, as `paper-10m` reads it). The top rung is the
+# paper's architecture, not the paper's training.
 #
 # Runs not recorded yet (make them with
 # `python -m residual_lib sweep notebooks/09_scale_ladder.py --profile <profile>`):
 
 # %%
 (
-    table(pd.DataFrame([{"run": s.label()} for s in absent]))
+    table(ladder.missing_runs(absent))
     if absent
     else Markdown("None: every rung is complete.")
 )
@@ -93,23 +88,14 @@ table(shape, headers={"minutes per run": "minutes per run (median)"})
 # ## Final validation loss per rung and variant (mean ± std over seeds)
 
 # %%
-if len(records):
-    summary = (
-        records.groupby(["profile", "n_params", "variant"])["final_val_loss"]
-        .agg(["mean", "std", "count"])
-        .rename(columns={"count": "seeds"})
-        .reset_index()
-        .sort_values(["n_params", "variant"])
-    )
-else:
-    summary = pd.DataFrame()
+summary = ladder.loss_summary(records)
 table(summary) if len(summary) else Markdown("No ladder records yet.")
 
 # %% [markdown]
 # ## The two gaps against model size
 
 # %%
-gaps = analysis.ladder_gaps(records) if len(records) else pd.DataFrame()
+gaps = ladder.gaps(records)
 (
     table(gaps, headers={"mean": "mean gap (nats)"})
     if len(gaps)
@@ -121,11 +107,8 @@ if len(gaps):
     plots.show(
         plots.ladder_gaps(gaps),
         "fig-ladder",
-        "The two gaps against model size, mean ± 1 std over seeds, one panel per gap;"
-        " each point is labelled with its profile and, in brackets, its number of"
-        " seeds. The dotted line is zero.",
-        "Two stacked charts of a gap in nats against parameter count on a log scale: "
-        "attn_only minus full, and ffn_only minus the floor, with error bars.",
+        ladder.GAPS_CAPTION,
+        ladder.GAPS_ALT,
     )
 
 # %% [markdown]
@@ -135,23 +118,15 @@ if len(gaps):
 # change of the gap per tenfold increase in model size, with a 95% t interval.
 
 # %%
-points = (
-    analysis.ladder_gap_points(records)
-    if len(records)
-    else pd.DataFrame(columns=["gap"])
-)
-trend = analysis.ladder_trend(points)
+trend = ladder.trend(records)
 table(trend, headers={"slope_per_decade": "slope (nats per tenfold size)"})
 
 
 # %% tags=["hide-input"]
-findings = {
-    gap: analysis.ladder_text(gaps, trend, gap, scorecard.FLOOR_TOL)
-    for gap in ("attn_only - full", "ffn_only - floor")
-}
+findings = ladder.findings(gaps, trend)
 glue("ladder_attn_finding", findings["attn_only - full"])
 glue("ladder_ffn_finding", findings["ffn_only - floor"])
-Markdown("\n".join(f"- {text}" for text in findings.values()))
+Markdown(ladder.bullet_list(findings.values()))
 
 # %% [markdown]
 # **What this can and cannot tell.** Within the ladder, a trend in `attn_only − full`

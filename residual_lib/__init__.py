@@ -1,9 +1,8 @@
 """residual_lib: partial residual ablations in Pre-LN GPT-style transformers.
 
-The model (:mod:`.model`), corpora (:mod:`.data`), profiles (:mod:`.profiles`), runs
-(:mod:`.runs`), trainer (:mod:`.train`), diagnostics (:mod:`.diagnostics`) and run records
-(:mod:`.records`) behind the replication book: ``run(Run("cpu", "attn_only", 1337))``
-returns the path of that run's record, training it if it is missing. Command line: ``python -m residual_lib``.
+The model, trainer and run records behind the replication book (the README's module map
+says which module does what): ``obtain([Run("cpu", "attn_only", 1337)])`` returns the path of
+that run's record, training it if it is missing. Command line: ``python -m residual_lib``.
 
 CPU instruction set. PyTorch, MKL and oneDNN pick their CPU kernels by the instruction set
 of the machine, and AVX-512 kernels sum in another order than AVX2 ones, so the same run
@@ -24,15 +23,16 @@ if "torch" not in _sys.modules:
         _os.environ.setdefault(_name, _value)
 
 from .data import Corpus, DataError, load_corpus, unigram_floor
-from .model import VARIANTS, GPTConfig, ResidualGPT
+from .architecture import VARIANTS
+from .model import GPTConfig, ResidualGPT
 from .profiles import PROFILES, Profile, get_profile
-from .records import load_curves, load_records, summarize
+from .frames import load_curves, load_records, summarize
 from .runs import Run
-from .train import obtain, run  # (not train: residual_lib.train is the module)
+from .store import obtain
 
 __all__ = [
     "Corpus", "DataError", "GPTConfig", "PROFILES", "Profile", "ResidualGPT", "Run", "VARIANTS",
-    "get_profile", "load_corpus", "load_curves", "load_records", "obtain", "run", "summarize",
+    "get_profile", "load_corpus", "load_curves", "load_records", "obtain", "summarize",
     "unigram_floor",
 ]
 __version__ = "0.1.0"

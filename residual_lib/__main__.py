@@ -20,16 +20,31 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import signal
+import subprocess
 import sys
+from pathlib import Path
 
+import pandas as pd
+
+from .architecture import VARIANTS
+from .bench import bench, report, write_json
+from .book import build
 from .data import DataError
-from .model import VARIANTS
-from .profiles import PROFILES, ProfileError, get_profile
-from .records import RecordError
+from .devicecheck import CHECKS, run_checks, write_report
+from .execute import all_notebooks
+from .files import NotWritableError, check_writable
+from .frames import diverged, load_records, off_recipe_lines, recipe_runs, summarize, usable
+from .paths import results_folder
+from .profiles import BOOK_PROFILE, PROFILES, ProfileError, get_profile
+from .records import RecordError, read_record
 from .runs import PAPER_SEEDS, Run, RunError, check_variant
-from .sections import DEFAULT_PROFILE
-from .train import check_writable, resolve_device, run
+from .runtime import resolve_device
+from .sections import DEFAULT_PROFILE, controlled
+from .store import obtain
+from .sweep import sweep
+from .verify import rerunnable, verify_record
 
 CLUSTERS = ("slurm", "local", "debug")
 
@@ -45,7 +60,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("train", help="train one run (or reuse its record) and print the record's path")
     t.add_argument("--variant", required=True, help=f"one of {', '.join(VARIANTS)}")
-    t.add_argument("--profile", default="cpu", help=f"one of {', '.join(PROFILES)} (default cpu)")
+    t.add_argument("--profile", default=BOOK_PROFILE, help=f"one of {', '.join(PROFILES)} (default {BOOK_PROFILE})")
     t.add_argument("--seed", type=int, default=1337)
     t.add_argument("--eval-mode", default="fixed", help="fixed (batches seeded 99,991) or random (nanoGPT-style)")
     t.add_argument("--gain", type=float, default=1.0, help="runtime gain on every sublayer output (default 1.0)")
@@ -87,7 +102,7 @@ def _build_parser() -> argparse.ArgumentParser:
     w.add_argument("--no-notebooks", action="store_true", help="train only; do not execute the notebooks")
 
     m = sub.add_parser("bench", help="tokens/s: one model, K fused, the sweep layout, no diagnostics; matmul peak")
-    m.add_argument("--profile", default="cpu", help=f"one of {', '.join(PROFILES)} (default cpu)")
+    m.add_argument("--profile", default=BOOK_PROFILE, help=f"one of {', '.join(PROFILES)} (default {BOOK_PROFILE})")
     m.add_argument("--fuse", type=int, default=4, help="models fused, and runs in the sweep figure (default 4)")
     m.add_argument("--steps", type=int, default=None,
                    help="timed steps per figure and round (default 30; 5 for large models on CPU)")
@@ -105,7 +120,7 @@ def _build_parser() -> argparse.ArgumentParser:
     d.add_argument("--json", default=None, help="also write the report to this JSON file")
 
     b = sub.add_parser("book", help="execute every notebook from the records, then build the jupyter-book site")
-    b.add_argument("--profile", default="cpu", help="profile whose records the chapters show (default cpu)")
+    b.add_argument("--profile", default=BOOK_PROFILE, help=f"profile whose records the chapters show (default {BOOK_PROFILE})")
     b.add_argument("--results", default=None, help="results directory (default results/ of this checkout)")
     b.add_argument("--skip-bad", action="store_true",
                    help="move bad record files aside (named on stderr; the sweep retrains them) and build without "
@@ -135,10 +150,9 @@ def _train(args) -> int:
     if args.checkpoint_every is not None and args.checkpoint_every < 0:
         raise RunError(f"--checkpoint-every must be >= 0, got {args.checkpoint_every}")
     device = resolve_device(args.device)
-    path, trained = run(spec, _results(args.out), force=args.force, device=device, data_dir=args.data_dir,
+    path, trained = obtain([spec], _results(args.out), force=args.force, device=device, data_dir=args.data_dir,
                         progress=False if args.quiet else None, compile=args.compile,
-                        checkpoint_every=args.checkpoint_every)
-    from .records import read_record
+                        checkpoint_every=args.checkpoint_every)[0]
 
     rec = read_record(path)
     if rec.get("status") == "diverged":
@@ -157,17 +171,11 @@ def _train(args) -> int:
 
 def _results(path: str | None):
     """The results folder a command uses: the one given, else results/ of this checkout."""
-    from .paths import default_results_dir
-
-    return path if path else default_results_dir()
+    return results_folder(path)
 
 
 def _summary(args) -> int:
-    import pandas as pd
-
     args.results = str(_results(args.results or args.results_dir))
-
-    from .records import controlled, diverged, load_records, off_recipe_lines, recipe_runs, summarize, usable
 
     if args.profile:
         get_profile(args.profile)
@@ -202,9 +210,6 @@ def _summary(args) -> int:
 
 
 def _sweep(args) -> int:
-    from .execute import all_notebooks
-    from .sweep import sweep
-
     notebooks = list(args.notebooks) + ([str(p) for p in all_notebooks()] if args.all else [])
     if not notebooks:
         raise RunError("no notebooks given: pass notebooks/NN_section.py files or --all")
@@ -228,8 +233,8 @@ def _sweep(args) -> int:
                        fuse=args.fuse, compile=args.compile)
     except (FileNotFoundError, ValueError) as exc:
         raise RunError(str(exc)) from None
-    print(f"sweep ({args.profile}): {len(report.trained)} run(s) trained, {report.cached} cached, "
-          f"{len(report.failed_runs)} failed; {len(report.notebooks)} notebook(s) executed, "
+    print(f"sweep ({args.profile}): runs {len(report.trained)} trained, {report.cached} cached, "
+          f"{len(report.failed_runs)} failed; notebooks {len(report.notebooks)} executed, "
           f"{len(report.failed_notebooks)} failed; {report.wall_seconds:.1f}s")
     for path in report.notebooks:
         print(f"  executed {path}")
@@ -243,8 +248,6 @@ def _sweep(args) -> int:
 
 
 def _bench(args) -> int:
-    from .bench import bench, report, write_json
-
     get_profile(args.profile)
     for name in ("fuse", "steps", "repeats"):
         if getattr(args, name) is not None and getattr(args, name) <= 0:
@@ -253,9 +256,8 @@ def _bench(args) -> int:
         raise RunError(f"--warmup must be >= 0, got {args.warmup}")
     device = resolve_device(args.device)
     if args.json:  # before the benchmark, not after it
-        from pathlib import Path
 
-        check_writable(Path(args.json).resolve().parent)
+        check_writable(Path(args.json).resolve().parent, option="--json")
     result = bench(args.profile, fuse=args.fuse, steps=args.steps, warmup=args.warmup, device=device,
                    compile=args.compile, repeats=args.repeats)
     print(report(result))
@@ -266,16 +268,13 @@ def _bench(args) -> int:
 
 
 def _device_check(args) -> int:
-    from .devicecheck import CHECKS, run_checks, write_report
-
     device = resolve_device(args.device)
     unknown = [n for n in args.checks or [] if n not in CHECKS]
     if unknown:
         raise RunError(f"unknown check(s) {', '.join(unknown)}: choose from {', '.join(CHECKS)}")
     if args.json:
-        from pathlib import Path
 
-        check_writable(Path(args.json).resolve().parent)
+        check_writable(Path(args.json).resolve().parent, option="--json")
     report = run_checks(device, args.checks)
     if args.json:
         write_report(report, args.json)
@@ -284,10 +283,6 @@ def _device_check(args) -> int:
 
 
 def _book(args) -> int:
-    import subprocess
-
-    from .book import build
-
     get_profile(args.profile)
     try:
         index = build(args.profile, args.results, skip_bad=args.skip_bad)
@@ -305,10 +300,6 @@ def _book(args) -> int:
 
 
 def _verify(args) -> int:
-    from pathlib import Path
-
-    from .verify import rerunnable, verify_record
-
     for name in args.records:  # every path checked before anything is retrained
         if not Path(name).is_file():
             raise RunError(f"{name} is not a file: pass run record files, e.g. results/smoke/<variant>_seed<seed>_"
@@ -347,11 +338,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return {"train": _train, "sweep": _sweep, "bench": _bench, "book": _book, "summary": _summary,
                 "device-check": _device_check, "verify": _verify}[args.command](args)
-    except (RunError, ProfileError, DataError, RecordError) as exc:
+    except (RunError, ProfileError, DataError, RecordError, NotWritableError) as exc:
         print(f"python -m residual_lib: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        import logging
 
         logging.getLogger("asyncio").setLevel(logging.CRITICAL)  # a notebook's abandoned tasks: not news
         print("python -m residual_lib: interrupted; finished records are kept, rerun to continue", file=sys.stderr)

@@ -6,10 +6,13 @@ import math
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
-from .model import VARIANTS
-from .records import load_curves, read_record
-from .train import LAYER0_PARTS
+from .architecture import LAYER0_PARTS, VARIANTS
+from .frames import load_curves
+from .paper import claims
+from .records import read_record
+from .sections import controlled
 
 ORDER = [v for v in VARIANTS]
 
@@ -110,8 +113,6 @@ def growth_vs_paper(frame: pd.DataFrame, tolerance: float | None = None) -> pd.D
     its hidden-norm growth. Columns ``variant``, ``definition``, ``ours`` (mean over seeds),
     ``seeds``, ``paper`` and ``relative_difference`` ``(ours − paper) / paper``; with a
     ``tolerance``, ``agrees`` (the relative difference within it in size)."""
-    from .paper import claims
-
     rows = claims()
     rows = rows[rows.claim == "hidden_norm_growth"]
     figures = {(r.variant, r.quantity): float(r.value) for r in rows.itertuples()}
@@ -149,107 +150,6 @@ def alpha_summary(frame: pd.DataFrame) -> pd.DataFrame:
         rows.append({"variant": rec["variant"], "seed": rec["seed"], "mean": float(a.mean()),
                      "max_head": float(a.max()), "max_layer": float(a.mean(axis=1).max())})
     return pd.DataFrame(rows, columns=["variant", "seed", "mean", "max_head", "max_layer"])
-
-
-def escape_step(val_steps, val_losses, floor: float, tolerance: float) -> int | None:
-    """The first evaluation step from which the validation loss stays more than
-    ``tolerance`` below ``floor`` to the end of training (None: the run never leaves the
-    floor for good)."""
-    below = [loss < floor - tolerance for loss in val_losses]
-    if not below or not below[-1]:
-        return None
-    i = len(below) - 1
-    while i > 0 and below[i - 1]:
-        i -= 1
-    return int(val_steps[i])
-
-
-def escapes(frame: pd.DataFrame, tolerance: float) -> pd.DataFrame:
-    """Per run of ``frame`` (rows of :func:`residual_lib.records.load_records`): its final
-    loss, its distance to its evaluation floor, whether it escaped (ends more than
-    ``tolerance`` below the floor) and from which step (:func:`escape_step`)."""
-    rows = []
-    for _, row in frame.iterrows():
-        rec = read_record(row["path"])
-        val = rec["curves"]["val"]
-        step = escape_step(val["step"], val["loss"], row["eval_floor"], tolerance)
-        rows.append({"key": row["key"], "profile": row["profile"], "variant": row["variant"], "seed": int(row["seed"]),
-                     "gain": row["gain"], "init_noise": row["init_noise"],
-                     "replicate": int(row["replicate"]), "final_val_loss": row["final_val_loss"],
-                     "below_floor": row["eval_floor"] - row["final_val_loss"], "escaped": step is not None,
-                     "escape_step": step, "path": row["path"]})
-    return pd.DataFrame(rows, columns=["key", "profile", "variant", "seed", "gain", "init_noise", "replicate",
-                                       "final_val_loss", "below_floor", "escaped", "escape_step", "path"])
-
-
-def escape_rate(escaped: int, runs: int, confidence: float = 0.95) -> dict:
-    """The share of ``runs`` that escaped, with its exact (Clopper-Pearson) interval."""
-    from scipy import stats
-
-    if runs == 0:
-        return {"escaped": 0, "runs": 0, "rate": math.nan, "low": math.nan, "high": math.nan}
-    ci = stats.binomtest(int(escaped), int(runs)).proportion_ci(confidence, method="exact")
-    return {"escaped": int(escaped), "runs": int(runs), "rate": escaped / runs, "low": float(ci.low),
-            "high": float(ci.high)}
-
-
-def escape_rates(runs: pd.DataFrame, thresholds, by: str = "setting", confidence: float = 0.95) -> pd.DataFrame:
-    """Per value of ``by`` and threshold (nats below the floor): how many runs of ``runs``
-    (rows of :func:`escapes`) end further below their floor than the threshold, the rate and
-    its Clopper-Pearson interval; with, per threshold, Fisher's exact test between the first
-    two values of ``by`` (two-sided p)."""
-    from scipy import stats
-
-    rows = []
-    groups = list(dict.fromkeys(runs[by]))
-    for t in thresholds:
-        counts = {}
-        for g in groups:
-            part = runs[runs[by] == g]
-            k = int((part.below_floor > t).sum())
-            counts[g] = (k, len(part))
-            rows.append({by: g, "threshold": t, **escape_rate(k, len(part), confidence)})
-        if len(groups) >= 2:
-            (k1, n1), (k2, n2) = counts[groups[0]], counts[groups[1]]
-            p = stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]]).pvalue if n1 and n2 else math.nan
-            for row in rows[-len(groups):]:
-                row["fisher_p"] = float(p)
-    return pd.DataFrame(rows)
-
-
-def p_text(p: float) -> str:
-    """A p-value as the book writes it: three decimals, or a power of ten below 0.001."""
-    if math.isnan(p):
-        return "—"
-    from .tables import scientific
-
-    return f"{p:.3f}" if p >= 0.001 else scientific(p)
-
-
-def escape_rate_text(rates: pd.DataFrame, line: float) -> str:
-    """The escape rates of :func:`escape_rates` (``setting`` column) in sentences: the rate
-    and interval per setting at ``line``, Fisher's test between the settings, and whether
-    the other lines tell the same story."""
-    if rates.empty:
-        return "No escape-rate records at this profile yet."
-    main = rates[np.isclose(rates.threshold, line)]
-
-    def one(r) -> str:
-        return (f"{r.escaped} of {r.runs} run{'' if r.runs == 1 else 's'} ({r.rate:.0%}; 95% interval "
-                f"{r.low:.0%} to {r.high:.0%})")
-
-    rows = list(main.itertuples())
-    text = f"At `{rows[0].setting}`, FFNOnly ends more than {line:g} nats below the floor in {one(rows[0])}"
-    text += "".join(f"; at `{r.setting}`, in {one(r)}" for r in rows[1:]) + "."
-    if "fisher_p" in main and len(main) >= 2:
-        text += (f" Fisher's exact test of the two settings gives p = {p_text(float(main.fisher_p.iloc[0]))} "
-                 f"at that line.")
-        others = rates[~np.isclose(rates.threshold, line)]
-        if len(others) and "fisher_p" in others:
-            sides = [f"{t:g} nats: " + ", ".join(f"{r.escaped} of {r.runs}" for r in part.itertuples())
-                     + f" (p = {p_text(float(part.fisher_p.iloc[0]))})" for t, part in others.groupby("threshold")]
-            text += " At the other lines the counts are " + "; ".join(sides) + "."
-    return text
 
 
 def profile_comparison(frame: pd.DataFrame, value: str = "final_val_loss") -> pd.DataFrame:
@@ -331,7 +231,8 @@ def confound_runs(records: pd.DataFrame, gain_variant: str, seed: int, gains, va
     """Section 5's two sets of runs: ``gain_variant`` at ``seed`` under each of ``gains``, and
     the central runs (gain 1, fixed batches) of ``variants`` whose evaluation noise is measured."""
     gain_runs = records[(records.variant == gain_variant) & (records.seed == seed) & records.gain.isin(gains)]
-    central = records[(records.gain == 1.0) & (records.eval_mode == "fixed") & records.variant.isin(variants)]
+    central = controlled(records)
+    central = central[central.variant.isin(variants)]
     return gain_runs, central
 
 
@@ -350,8 +251,6 @@ def welch_gap(a: np.ndarray, b: np.ndarray, confidence: float = 0.95) -> dict:
     interval (scipy), plus a percentile bootstrap interval when both samples have >= 2 values.
     The samples are sorted first: the bootstrap's resampling draws positions, so without it the
     interval would depend on the order the records were read in, not only on their values."""
-    from scipy import stats
-
     a, b = np.sort(np.asarray(a, float)), np.sort(np.asarray(b, float))
     out = {"gap": a.mean() - b.mean(), "n_a": len(a), "n_b": len(b)}
     if len(a) >= 2 and len(b) >= 2:
@@ -398,8 +297,6 @@ def mixer_shares(frame: pd.DataFrame, value: str = "final_val_loss", confidence:
     at least two seeds; the gap has :func:`welch_gap`'s intervals (``gap_ci_low``,
     ``gap_ci_high``, ``gap_boot_low``, ``gap_boot_high``). A share whose variants lack records
     is NaN. ``n_<variant>``: the seeds of each variant."""
-    from scipy import stats
-
     names = ("attn_only", "ffn_only", "mixer", "pointwise")
     samples = {v: np.sort(frame.loc[frame.variant == v, value].dropna().to_numpy(float)) for v in names}
     out: dict = {f"n_{v}": len(x) for v, x in samples.items()}
@@ -427,121 +324,3 @@ def mixer_shares(frame: pd.DataFrame, value: str = "final_val_loss", confidence:
             out[f"{share}_low"] = float(boot.confidence_interval.low)
             out[f"{share}_high"] = float(boot.confidence_interval.high)
     return out
-
-
-LADDER_GAPS = {
-    "attn_only - full": ("attn_only", "full"),
-    "ffn_only - floor": ("ffn_only", None),
-}
-
-
-def ladder_rungs(records: pd.DataFrame, rungs) -> pd.DataFrame:
-    """One row per rung of the ladder: its shape, parameter count (the full model's), training
-    tokens per run and per parameter, the runs recorded and their median wall time."""
-    from .model import GPTConfig, ResidualGPT
-    from .profiles import get_profile
-
-    rows = []
-    for rung in rungs:
-        p = get_profile(rung)
-        n_params = ResidualGPT(GPTConfig.for_profile(p, "full")).num_params()
-        tokens = p.max_iters * p.tokens_per_step
-        mine = records[records.profile == rung] if len(records) else records
-        rows.append({"profile": rung, "layers": p.n_layer, "width": p.n_embd, "parameters": n_params,
-                     "tokens": tokens, "tokens per parameter": tokens / n_params, "runs recorded": len(mine),
-                     "minutes per run": float(mine.wall_seconds.median()) / 60 if len(mine) else math.nan})
-    return pd.DataFrame(rows)
-
-
-def ladder_gap_points(frame: pd.DataFrame, value: str = "final_val_loss") -> pd.DataFrame:
-    """The scale ladder's two gaps per rung and seed: ``attn_only - full`` (paired by seed:
-    what removing the FFN residual costs) and ``ffn_only - floor`` (how far removing the
-    attention residual leaves the model above the unigram floor of its evaluation batches,
-    ``eval_floor``; negative = below it).
-    A gap needs both of its runs for a seed to count it."""
-    rows = []
-    for profile, runs in frame.groupby("profile"):
-        wide = runs.pivot_table(index="seed", columns="variant", values=value)
-        floor = float(runs["eval_floor"].iloc[0])  # the floor on the tokens the losses are measured on
-        for name, (a, b) in LADDER_GAPS.items():
-            if a not in wide or (b is not None and b not in wide):
-                continue
-            gap = (wide[a] - (floor if b is None else wide[b])).dropna()
-            rows += [{"profile": profile, "n_params": int(runs["n_params"].iloc[0]), "gap": name,
-                      "seed": int(seed), "value": float(v)} for seed, v in gap.items()]
-    return pd.DataFrame(rows, columns=["profile", "n_params", "gap", "seed", "value"])
-
-
-def ladder_gaps(frame: pd.DataFrame, value: str = "final_val_loss") -> pd.DataFrame:
-    """:func:`ladder_gap_points` per (profile, gap): parameter count, mean, std (ddof=1) and
-    number of seeds."""
-    points = ladder_gap_points(frame, value)
-    table = (points.groupby(["profile", "n_params", "gap"])["value"]
-             .agg(mean="mean", std=lambda v: v.std(ddof=1) if len(v) > 1 else float("nan"), seeds="count")
-             .reset_index())
-    table = table[["profile", "n_params", "gap", "mean", "std", "seeds"]]
-    return table.sort_values(["gap", "n_params"], ignore_index=True)
-
-
-def signed(x: float) -> str:
-    """A difference with its sign, three decimals and a true minus; 0.000 when it rounds to zero."""
-    return f"{'−' if x < 0 else '+'}{abs(x):.3f}" if round(abs(x), 3) else "0.000"
-
-
-def _size(n: float) -> str:
-    return f"{n / 1e6:.2g}M"
-
-
-def ladder_text(gaps: pd.DataFrame, trend: pd.DataFrame, gap: str, floor_tol: float) -> str:
-    """One or two sentences on a ladder gap (:func:`ladder_gaps`, :func:`ladder_trend`):
-    its size at the smallest and largest rung, and its trend with size."""
-    rows = gaps[gaps["gap"] == gap].sort_values("n_params") if len(gaps) else gaps
-    if not len(rows):
-        return "No rung has the runs for this comparison yet."
-    first, last = rows.iloc[0], rows.iloc[-1]
-    seeds = f"{int(rows.seeds.min())}" + (f" to {int(rows.seeds.max())}" if rows.seeds.max() != rows.seeds.min() else "")
-    if gap == "attn_only - full":
-        text = (f"Removing the feed-forward residual costs {first['mean']:.3f} nats at {_size(first.n_params)} "
-                f"parameters and {last['mean']:.3f} at {_size(last.n_params)} (AttnOnly minus Full, paired by seed, "
-                f"{seeds} seeds a rung)")
-    else:
-        off = rows[rows["mean"].abs() > floor_tol]
-        text = ("Without the attention residual the model ends at the floor at every rung "
-                f"(within {rows['mean'].abs().max():.3f} nats of it, {seeds} seeds a rung)" if off.empty else
-                "Without the attention residual the model ends at the floor at some rungs and leaves it at "
-                + ", ".join(f"{_size(r.n_params)} ({-r.mean:.3f} nats below it, mean over seeds)"
-                            for r in off.itertuples()))
-    fit = trend.set_index("gap").loc[gap] if gap in set(trend.gap) else None
-    if fit is None or pd.isna(fit.slope_per_decade):
-        return text + "; too few rungs have records to fit a trend."
-    what = {"no trend distinguishable from zero": "no trend distinguishable from zero",
-            "grows with size": "it grows with size", "shrinks with size": "it shrinks with size"}[fit.trend]
-    return (text + f". Across {int(fit.rungs)} rungs, {what}: {signed(fit.slope_per_decade)} nats per tenfold "
-            f"increase in parameters (95% interval {signed(fit.slope_low)} to {signed(fit.slope_high)}, "
-            f"p = {p_text(float(fit.p))}).")
-
-
-def ladder_trend(points: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
-    """Per gap, the least-squares slope of the per-seed gap against log10(parameters): nats
-    per decade of model size, with its t interval and p-value (scipy ``linregress``), and the
-    ``trend`` it shows: ``grows with size`` or ``shrinks with size`` when the interval
-    excludes 0, ``no trend distinguishable from zero`` when it does not. Needs two rungs and
-    three points; otherwise the slope is NaN and the trend ``too few rungs or seeds``."""
-    from scipy import stats
-
-    rows = []
-    for gap, part in points.groupby("gap", sort=False):
-        x, y = np.log10(part["n_params"].to_numpy(float)), part["value"].to_numpy(float)
-        row = {"gap": gap, "rungs": int(part["profile"].nunique()), "points": len(part),
-               "slope_per_decade": math.nan, "slope_low": math.nan, "slope_high": math.nan, "p": math.nan,
-               "trend": "too few rungs or seeds"}
-        if row["rungs"] >= 2 and len(part) >= 3:
-            fit = stats.linregress(x, y)
-            half = stats.t.ppf(0.5 + confidence / 2, len(part) - 2) * fit.stderr
-            row.update(slope_per_decade=float(fit.slope), slope_low=float(fit.slope - half),
-                       slope_high=float(fit.slope + half), p=float(fit.pvalue))
-            row["trend"] = ("no trend distinguishable from zero" if row["slope_low"] <= 0 <= row["slope_high"]
-                            else "grows with size" if fit.slope > 0 else "shrinks with size")
-        rows.append(row)
-    return pd.DataFrame(rows, columns=["gap", "rungs", "points", "slope_per_decade", "slope_low", "slope_high", "p",
-                                       "trend"])

@@ -28,10 +28,16 @@ from pathlib import Path
 
 import torch
 
-from .data import atomic_write_bytes, load_corpus
-from .profiles import Profile, get_profile
-from .runs import CENTRAL_VARIANTS, Run
-from .train import RunState, determinism, is_log_step, make_trainer, resolve_device
+from .architecture import CENTRAL_VARIANTS
+from .data import load_corpus
+from .files import atomic_write
+from .profiles import BOOK_PROFILE, Profile, get_profile
+from .runs import Run
+from .runtime import determinism, resolve_device
+from .state import RunState
+from .step import is_log_step
+from .sweep import default_layout
+from .train import make_trainer
 
 
 @contextmanager
@@ -60,7 +66,6 @@ class _Loop:
     (fused), or one per model stepped one after another (as a sweep without fusion trains
     them). The trainers are :func:`residual_lib.train.make_trainer`'s, the ones ``train``
     drives."""
-
     def __init__(self, profile: Profile, corpus, n_models: int, fused: bool, device: str, diagnostics: bool = True,
                  first_seed: int = 0, compile: bool = False):
         self.profile, self.device, self.diagnostics = profile, device, diagnostics
@@ -173,7 +178,7 @@ def flops_per_token(profile: Profile, n_params: int) -> float:
 
 
 def bench(
-    profile: str | Profile = "cpu",
+    profile: str | Profile = BOOK_PROFILE,
     fuse: int = 4,
     steps: int | None = None,
     warmup: int = 3,
@@ -184,8 +189,6 @@ def bench(
     repeats: int = 3,
 ) -> dict:
     """Measure the figures described in the module docstring; returns them as a dict."""
-    from .sweep import default_layout
-
     profile = get_profile(profile)
     device = resolve_device(device)
     corpus = load_corpus(profile.dataset, data_dir)
@@ -244,4 +247,4 @@ def report(result: dict) -> str:
 
 
 def write_json(result: dict, path: str | os.PathLike) -> None:
-    atomic_write_bytes(Path(path), (json.dumps(result, indent=1, sort_keys=True) + "\n").encode())
+    atomic_write(Path(path), (json.dumps(result, indent=1, sort_keys=True) + "\n").encode())

@@ -16,18 +16,26 @@ chapter (:func:`number_figures_per_chapter`).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from .paths import ROOT
+from . import plots
+from .execute import all_notebooks, execute_notebook
+from .files import atomic_write
+from .frames import load_records
+from .parameters import sync_parameters_cell
+from .paths import ROOT, results_folder
+from .profiles import BOOK_PROFILE
+from .records import BadRecordsError, quarantine
+from .sections import CENTRAL_VARIANTS, PAPER_SEEDS, PLANS, controlled, missing, plan, required
 from .sphinxext import MARKER
 
 
 class _Text(str):
     """A string whose repr is itself, so that a glued string reads as prose, not 'quoted'."""
-
     def __repr__(self) -> str:
         return str(self)
 
@@ -43,8 +51,6 @@ def glue(name: str, value, display: bool = False):
 
 def pages(root: Path = ROOT) -> list[Path]:
     """Every notebook the book shows: the computed book pages, then the sections."""
-    from .execute import all_notebooks
-
     return sorted((root / "book").glob("*.py")) + all_notebooks(root / "notebooks")
 
 
@@ -81,9 +87,7 @@ def _clean_executed(path: Path, source: str) -> None:
     if meta is not None:
         meta["input_path"] = source
         meta["output_path"] = str(Path(source).with_suffix(".ipynb"))
-    tmp = path.with_name(f".{path.name}.tmp")
-    nbformat.write(nb, tmp)
-    os.replace(tmp, path)
+    atomic_write(path, nbformat.writes(nb) + "\n")
 
 
 def _markdown_output(cell, source: str) -> list:
@@ -110,7 +114,6 @@ def _draw_static_figures(folder: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
-    from . import plots
 
     fig = plots.block_variants()
     fig.savefig(folder / "block_variants.svg", format="svg", metadata={"Date": None})
@@ -123,9 +126,6 @@ def recorded_seeds(results: Path, profile: str) -> list[int]:
     addition leaves no section short of a record (a partial sweep may have finished a seed's
     central runs but not yet its mixer run). Runs a chapter shows in part
     (:func:`residual_lib.sections.required`) do not count."""
-    from .records import controlled, load_records
-    from .sections import CENTRAL_VARIANTS, PAPER_SEEDS, PLANS, missing, plan, required
-
     frame = load_records(results / profile)
     if frame.empty:
         return []
@@ -145,8 +145,6 @@ def check_records(results: Path, profile: str, skip_bad: bool = False) -> None:
     """Validate every record the book would read before executing anything: a bad file
     stops the build with one line per file (:class:`residual_lib.records.BadRecordsError`),
     or, with ``skip_bad``, is moved aside (the sweep then retrains it)."""
-    from .records import BadRecordsError, load_records, quarantine
-
     folder = results / profile
     if not folder.is_dir():
         return
@@ -159,15 +157,12 @@ def check_records(results: Path, profile: str, skip_bad: bool = False) -> None:
             quarantine(error.path, error.reason)
 
 
-def build(profile: str = "cpu", results_dir: str | os.PathLike | None = None, root: Path = ROOT,
+def build(profile: str = BOOK_PROFILE, results_dir: str | os.PathLike | None = None, root: Path = ROOT,
           builder: str = "html", seeds: list[int] | None = None, skip_bad: bool = False) -> Path:
     """Execute every page from the records of ``profile`` (for ``seeds``, by default every
     seed with a complete central sweep) and build the site; returns the index page. Every
     record is validated first (:func:`check_records`)."""
-    from .sections import default_results_dir
-    from .execute import execute_notebook
-
-    results = Path(results_dir).resolve() if results_dir else default_results_dir()
+    results = results_folder(results_dir).resolve()
     check_records(results, profile, skip_bad)
     seeds = seeds or recorded_seeds(results, profile)
     if not seeds:
@@ -209,8 +204,6 @@ def number_figures_per_chapter(app, env) -> list[str]:
     book unless the table of contents is numbered, which would number the pages by their
     place in it rather than by the paper's sections. Runs after Sphinx has assigned its
     numbers (``env-get-updated``); cross-references read the same table, so they agree."""
-    import re
-
     for docname, kinds in env.toc_fignumbers.items():
         chapter = re.match(r"(\d+)_", docname.rsplit("/", 1)[-1])
         prefix = (int(chapter.group(1)),) if chapter else ()
@@ -258,8 +251,6 @@ def twin(page: Path, root: Path = ROOT):
     """The Colab twin of a jupytext page: the page's cells, with the Colab set-up cell and a
     note on the default profile after its title (they are for Colab only: the book's pages,
     executed from the ``.py`` sources, do not have them)."""
-    import re
-
     import jupytext
     import nbformat
 
@@ -270,7 +261,7 @@ def twin(page: Path, root: Path = ROOT):
         else ""
     rel = f"{page.parent.name}/{page.stem}.ipynb"
     # the seeds the book shows: those of the committed cpu records
-    seeds = "[" + ", ".join(map(str, recorded_seeds(root / "results", "cpu"))) + "]"
+    seeds = "[" + ", ".join(map(str, recorded_seeds(root / "results", BOOK_PROFILE))) + "]"
     note = nbformat.v4.new_markdown_cell(COLAB_NOTE.format(profile=profile, trains=trains, path=rel, seeds=seeds),
                                          metadata={"tags": ["remove-cell"]}, id="colab-note")
     setup = nbformat.v4.new_code_cell(COLAB_SETUP.format(url=repository_url(root)),
@@ -297,13 +288,14 @@ def write_twins(root: Path = ROOT) -> list[Path]:
         nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
         text = nbformat.writes(nb) + "\n"
         if not path.is_file() or path.read_text() != text:
-            tmp = path.with_name(f".{path.name}.tmp")
-            tmp.write_text(text)
-            os.replace(tmp, path)
+            atomic_write(path, text)
             written.append(path)
     return written
 
 
-if __name__ == "__main__":  # python -m residual_lib.book: the Colab twins (make notebooks)
+if __name__ == "__main__":  # python -m residual_lib.book (make notebooks): parameters cells, then the Colab twins
+    for notebook in all_notebooks(ROOT / "notebooks"):
+        if sync_parameters_cell(notebook):
+            print(f"wrote {notebook.relative_to(ROOT)}")
     for path in write_twins():
         print(f"wrote {path.relative_to(ROOT)}")

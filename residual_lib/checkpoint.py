@@ -16,10 +16,11 @@ import hashlib
 import io
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 import torch
+
+from .files import atomic_write
 
 #: Steps between checkpoints for the profiles whose runs last longer than ~10 minutes on the
 #: machines they are meant for; shorter runs are cheaper to retrain than to checkpoint.
@@ -51,19 +52,10 @@ def save_checkpoint(path: Path, step: int, states: list, optimizer, params: dict
         "torch_rng": torch.get_rng_state(), "train_seconds": train_seconds, "elapsed": elapsed,
         "cuda_rng": torch.cuda.get_rng_state_all() if states[0].device.startswith("cuda") else None,
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
     buffer = io.BytesIO()
     torch.save(payload, buffer)
     body = buffer.getbuffer()
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(HEADER + hashlib.sha256(body).hexdigest().encode() + b"\n")
-            out.write(body)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, HEADER + hashlib.sha256(body).hexdigest().encode() + b"\n", body)
 
 
 def read_checkpoint(path: str | os.PathLike, map_location=None) -> dict:

@@ -32,19 +32,19 @@ import functools
 import hashlib
 import json
 import os
-import tempfile
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
-import torch
+
+from .batches import fixed_val_batches
+from .files import atomic_write
 
 SHAKESPEARE_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
 SHAKESPEARE_SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
 OPENWEBTEXT_SOURCE = "Skylion007/openwebtext"
-FIXED_VAL_SEED = 99_991  # the paper's seed for the fixed validation batches
 CORPORA = ("shakespeare_char", "shakespeare_gpt2", "openwebtext")
 
 
@@ -64,27 +64,6 @@ def data_dir(path: str | os.PathLike | None = None) -> Path | None:
 def cache_dir() -> Path:
     """Where downloads and derived files go: ``$RESIDUAL_CACHE_DIR`` or ``~/.cache/residual_lib``."""
     return Path(os.environ.get("RESIDUAL_CACHE_DIR") or Path.home() / ".cache" / "residual_lib").expanduser()
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def atomic_write_bytes(path: Path, payload: bytes) -> None:
-    """Write ``payload`` to a temporary file beside ``path`` and rename it into place, with
-    the permissions an ordinary file gets (``mkstemp``'s are owner-only)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(payload)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 #: The copy of TinyShakespeare that ships with the package.
@@ -128,7 +107,7 @@ def shakespeare_path(directory: str | os.PathLike | None = None) -> Path:
         digest = hashlib.sha256(payload).hexdigest()
         if digest != SHAKESPEARE_SHA256:
             raise DataError(f"downloaded TinyShakespeare has sha256 {digest}, expected {SHAKESPEARE_SHA256}: retry")
-        atomic_write_bytes(path, payload)
+        atomic_write(path, payload)
     return path
 
 
@@ -279,58 +258,13 @@ def prepare_openwebtext(
     meta = {"source": source, "num_docs": len(docs), "val_docs": n_val, "seed": seed, "encoding": "gpt2"}
     for split, ids in (("train", train_ids), ("val", val_ids)):
         arr = np.concatenate([docs[i] for i in ids])
-        atomic_write_bytes(out / f"{split}.bin", arr.tobytes())
+        atomic_write(out / f"{split}.bin", arr.tobytes())
         meta[f"{split}_tokens"] = int(arr.size)
-    atomic_write_bytes(out / "meta.json", json.dumps(meta, indent=1).encode())
+    atomic_write(out / "meta.json", json.dumps(meta, indent=1).encode())
     return meta
 
 
-# --------------------------------------------------------------------------- batches
-
-
-def get_batch(
-    data: np.ndarray, block_size: int, batch_size: int, generator: torch.Generator
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """``batch_size`` random windows of ``block_size`` tokens and their next-token targets.
-    The offsets come from ``generator`` alone, so the batch sequence is a function of its seed."""
-    ix = torch.randint(len(data) - block_size, (batch_size,), generator=generator).tolist()
-    x = np.stack([data[i : i + block_size] for i in ix]).astype(np.int64)
-    y = np.stack([data[i + 1 : i + 1 + block_size] for i in ix]).astype(np.int64)
-    return torch.from_numpy(x), torch.from_numpy(y)
-
-
-def fixed_val_batches(
-    val: np.ndarray, block_size: int, batch_size: int, n_batches: int, seed: int = FIXED_VAL_SEED
-) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """The ``fixed`` evaluation set: ``n_batches`` batches drawn once from a generator
-    seeded ``seed`` (99,991, as the paper), the same for every variant and run."""
-    g = torch.Generator().manual_seed(seed)
-    return [get_batch(val, block_size, batch_size, g) for _ in range(n_batches)]
-
-
-class ValidationSet:
-    """Validation batches in one of two modes.
-
-    ``fixed``: :func:`fixed_val_batches`, identical at every evaluation.
-    ``random``: fresh batches at every evaluation, as nanoGPT's ``estimate_loss``;
-    they come from a generator seeded by the run's seed, so a rerun sees the same
-    sequence of evaluation batches while consecutive evaluations differ.
-    """
-
-    MODES = ("fixed", "random")
-
-    def __init__(self, val: np.ndarray, block_size: int, batch_size: int, n_batches: int, mode: str, seed: int):
-        if mode not in self.MODES:
-            raise ValueError(f"unknown eval mode {mode!r}: choose fixed or random")
-        self.val, self.block_size, self.batch_size, self.n_batches = val, block_size, batch_size, n_batches
-        self.mode = mode
-        self._fixed = fixed_val_batches(val, block_size, batch_size, n_batches) if mode == "fixed" else None
-        self._generator = torch.Generator().manual_seed(seed + 7_919) if mode == "random" else None
-
-    def batches(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        if self._fixed is not None:
-            return self._fixed
-        return [get_batch(self.val, self.block_size, self.batch_size, self._generator) for _ in range(self.n_batches)]
+# --------------------------------------------------------------------------- reference losses
 
 
 def unigram_floor(train: np.ndarray, val: np.ndarray, vocab_size: int, smoothing: float = 0.0) -> float:

@@ -28,16 +28,23 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import platform
 import sys
 import time
 from pathlib import Path
 
 import torch
 
+from .batches import get_batch
+from .data import load_corpus
+from .files import atomic_write
 from .fused import FusedTrainer
 from .profiles import get_profile
+from .provenance import code_version
 from .runs import Run
-from .train import RunState, SingleTrainer, fp32_on_cuda, resolve_device, train, train_group
+from .runtime import fp32_on_cuda, resolve_device
+from .state import RunState
+from .train import SingleTrainer, train, train_group
 
 
 class CheckFailed(AssertionError):
@@ -101,7 +108,6 @@ def dropout_fused(device: str) -> dict:
 
 class _GradientProbe:
     """Stands in for the optimiser: records the (clipped) gradients a step would apply."""
-
     def __init__(self, params):
         self.params, self.param_groups, self.grads = list(params), [{}], None
 
@@ -116,8 +122,6 @@ class _GradientProbe:
 def _gradient(profile, fused: bool, device: str, batch) -> list[torch.Tensor]:
     """The gradient one step of ``profile`` takes on ``batch`` (x, y of 16 sequences),
     served as ``profile.grad_accum`` micro-batches."""
-    from .data import load_corpus
-
     corpus = load_corpus(profile.dataset)
     x, y = batch
     micro = x.shape[0] // profile.grad_accum
@@ -135,7 +139,6 @@ def grad_accum(device: str) -> dict:
     whole = get_profile("smoke", batch_size=16, grad_accum=1, grad_clip=0.0)
     split = get_profile("smoke", batch_size=4, grad_accum=4, grad_clip=0.0)
     gen = torch.Generator().manual_seed(11)
-    from .data import get_batch, load_corpus
 
     batch = get_batch(load_corpus("shakespeare_char").train, whole.block_size, 16, gen)
     result = {}
@@ -172,9 +175,6 @@ CHECKS = {
 
 def environment(device: str) -> dict:
     """What the checks ran on."""
-    import platform
-
-    from .records import code_version
 
     info = {"python": platform.python_version(), "torch": torch.__version__, "device": device,
             "cuda": torch.version.cuda, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
@@ -210,6 +210,4 @@ def run_checks(device: str = "auto", names: list[str] | None = None, out=sys.std
 
 
 def write_report(report: dict, path: str | Path) -> None:
-    from .data import atomic_write_bytes
-
-    atomic_write_bytes(Path(path), (json.dumps(report, indent=1, default=str) + "\n").encode())
+    atomic_write(Path(path), (json.dumps(report, indent=1, default=str) + "\n").encode())

@@ -23,7 +23,7 @@ Models of different variants can share a group: the residual switches and the ga
 become per-model buffers (:meth:`ResidualGPT.use_tensor_switches`). Only the ``mixer``
 variant, whose token mixer has other parameters than attention, needs a group of its
 own; :func:`residual_lib.runs.fuse_groups` splits a list of runs accordingly (by
-:attr:`residual_lib.runs.Run.shape`).
+:attr:`residual_lib.runs.Run.fuse_key`).
 
 Numerics: batched matrix multiplications may sum in another order than K separate
 ones, so a fused run matches its single run to float rounding (the test suite checks
@@ -41,13 +41,15 @@ from torch.func import functional_call, stack_module_state, vmap
 
 from . import diagnostics
 from .profiles import Profile
-from .train import RunState, adamw, lr_at
+from .state import RunState
+from .step import adamw, take_step
 
 
 class FusedTrainer:
     """The stacked parameters of K :class:`RunState` models and their AdamW, with
     :class:`residual_lib.train.SingleTrainer`'s interface (``states``, ``optimizer``,
-    ``params``, ``step``, ``sync``): :func:`residual_lib.train.train_group` drives either."""
+    ``params``, ``step``, ``sync`` and the hooks of :func:`residual_lib.step.take_step`):
+    :func:`residual_lib.train.train_group` drives either."""
 
     fused = True
 
@@ -100,44 +102,38 @@ class FusedTrainer:
             return torch.zeros(self.K, device=self.device)
         return torch.linalg.vector_norm(torch.stack(norms), dim=0)
 
+    def losses(self, with_hidden: bool):
+        """One micro-batch of every model: the losses, shape (K,), and with ``with_hidden`` each
+        model's hidden-state norms (the hook :func:`residual_lib.step.take_step` calls)."""
+        x, y = self._batches()
+        with self.states[0].autocast, warnings.catch_warnings():
+            # CPU SDPA has no vmap rule: torch loops over the models, which is what
+            # separate runs do anyway (CUDA's flash and efficient kernels have one)
+            warnings.filterwarnings("ignore", message="There is a performance drop", category=UserWarning)
+            if with_hidden:
+                losses, h_norms = self._loss_hidden(self.params, self.buffers, x, y)
+                return losses, h_norms.tolist()
+            return self._loss(self.params, self.buffers, x, y), None
+
+    def layer_norms(self) -> list[dict]:
+        """Each model's gradient norm per layer group."""
+        per_group = {g: self._group_norms(names).tolist() for g, names in self.groups.items()}
+        return [{g: v[k] for g, v in per_group.items()} for k in range(self.K)]
+
+    @torch.no_grad()
+    def clip(self, max_norm: float) -> torch.Tensor:
+        """Per-model global-norm clipping, as ``torch.nn.utils.clip_grad_norm_`` does for one
+        model; returns the norms before clipping, shape (K,)."""
+        total = self._group_norms(list(self.params))
+        coef = (max_norm / (total + 1e-6)).clamp(max=1.0)
+        for p in self.params.values():
+            if p.grad is not None:
+                p.grad.mul_(coef.view(-1, *([1] * (p.dim() - 1))).to(p.grad.dtype))
+        return total
+
     def step(self, step: int, log: bool) -> None:
         """One optimisation step of every model of the group."""
-        profile = self.profile
-        lr = lr_at(step, profile)
-        for group in self.optimizer.param_groups:
-            group["lr"] = lr
-        loss_sum = torch.zeros(self.K, device=self.device)
-        autocast = self.states[0].autocast
-        for micro in range(profile.grad_accum):
-            x, y = self._batches()
-            with autocast, warnings.catch_warnings():
-                # CPU SDPA has no vmap rule: torch loops over the models, which is what
-                # separate runs do anyway (CUDA's flash and efficient kernels have one)
-                warnings.filterwarnings("ignore", message="There is a performance drop", category=UserWarning)
-                if log and micro == 0:
-                    losses, h_norms = self._loss_hidden(self.params, self.buffers, x, y)
-                else:
-                    losses = self._loss(self.params, self.buffers, x, y)
-            # models are independent, so d(sum_k loss_k)/d(params_k) = d(loss_k)/d(params_k)
-            (losses / profile.grad_accum).sum().backward()
-            loss_sum += losses.detach()
-        if log:
-            per_layer = {g: self._group_norms(names).tolist() for g, names in self.groups.items()}
-        with torch.no_grad():
-            # per-model global-norm clipping, as torch.nn.utils.clip_grad_norm_ does for one model
-            total = self._group_norms(list(self.params))
-            clip = profile.grad_clip if profile.grad_clip > 0 else float("inf")
-            coef = (clip / (total + 1e-6)).clamp(max=1.0)
-            for p in self.params.values():
-                if p.grad is not None:
-                    p.grad.mul_(coef.view(-1, *([1] * (p.dim() - 1))).to(p.grad.dtype))
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        if log:
-            losses_k = (loss_sum / profile.grad_accum).tolist()
-            totals, h = total.tolist(), h_norms.tolist()
-            for k, state in enumerate(self.states):
-                state.log_train(step, losses_k[k], lr, totals[k], {g: v[k] for g, v in per_layer.items()}, h[k])
+        take_step(self, step, log)
 
     @torch.no_grad()
     def sync(self) -> None:

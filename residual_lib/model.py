@@ -6,7 +6,7 @@ asks otherwise)::
     h = x + g * Attn(LN1(x))   if attn_residual else   h = g * Attn(LN1(x))
     y = h + g * FFN(LN2(h))    if ffn_residual  else   y = g * FFN(LN2(h))
 
-The four configurations of the paper are named in :data:`VARIANTS`. Everything
+The four configurations of the paper are named in :data:`residual_lib.architecture.VARIANTS`. Everything
 else follows nanoGPT's ``model.py``: learned position embeddings, a final
 LayerNorm, an LM head tied to the token embedding, GELU MLP of width ``4 * C``,
 normal(0, ``init_std``) initialisation with the residual projections scaled by
@@ -22,42 +22,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-#: The sublayer in the attention slot of every block: attention, the position-blind
-#: mixer, or a per-position MLP (no path between positions).
-TOKEN_SUBLAYERS = ("attention", "mixer", "pointwise")
-
-# variant name -> (attn_residual, ffn_residual, sublayer in the attention slot)
-VARIANTS: dict[str, tuple[bool, bool, str]] = {
-    "full": (True, True, "attention"),
-    "attn_only": (True, False, "attention"),  # FFN residual removed
-    "ffn_only": (False, True, "attention"),  # attention residual removed
-    "no_residual": (False, False, "attention"),
-    # The paper's section 7 test: AttnOnly's layout with attention replaced by a
-    # position-blind token mixer (see CausalMeanMixer).
-    "mixer": (True, False, "mixer"),
-    # Its control: the mixer without the running mean, so the same parameters with no
-    # path between positions (see PointwiseMLP). What it closes of the FFNOnly-AttnOnly
-    # gap, the mixer's mixing cannot claim.
-    "pointwise": (True, False, "pointwise"),
-}
+from .architecture import VARIANTS, Architecture
 
 
 @dataclass(frozen=True)
-class Shape:
-    """The model's hyper-parameters that a training profile sets (and
-    :class:`residual_lib.profiles.Profile` inherits): defaults of the ``cpu`` profile."""
-
-    n_layer: int = 4
-    n_head: int = 4
-    n_embd: int = 128
-    block_size: int = 64
-    dropout: float = 0.0
-    bias: bool = True
-    init_std: float = 0.02
-
-
-@dataclass(frozen=True)
-class GPTConfig(Shape):
+class GPTConfig(Architecture):
     vocab_size: int = 65
     attn_residual: bool = True
     ffn_residual: bool = True
@@ -74,9 +43,9 @@ class GPTConfig(Shape):
                    pointwise=sublayer == "pointwise", **kwargs)
 
     @classmethod
-    def for_profile(cls, profile: Shape, variant: str, **kwargs) -> "GPTConfig":
+    def for_profile(cls, profile: Architecture, variant: str, **kwargs) -> "GPTConfig":
         """The model a profile trains for ``variant`` (``kwargs``: ``vocab_size``, ``gain``)."""
-        return cls.for_variant(variant, **{f.name: getattr(profile, f.name) for f in fields(Shape)}, **kwargs)
+        return cls.for_variant(variant, **{f.name: getattr(profile, f.name) for f in fields(Architecture)}, **kwargs)
 
     def to_dict(self) -> dict:
         out = asdict(self)
@@ -190,7 +159,7 @@ class PointwiseMLP(CausalMeanMixer):
 
 
 def token_sublayer(config: GPTConfig) -> nn.Module:
-    """The module in a block's attention slot (see :data:`TOKEN_SUBLAYERS`)."""
+    """The module in a block's attention slot (see :data:`residual_lib.architecture.TOKEN_SUBLAYERS`)."""
     if config.mixer:
         return CausalMeanMixer(config)
     if config.pointwise:

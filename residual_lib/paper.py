@@ -40,35 +40,3 @@ def section(number: int | str) -> pd.DataFrame:
     rows = table[table.section == str(number)]
     return rows[["claim", "scale", "variant", "quantity", "value", "std", "seeds", "statement", "note"]].rename(
         columns={"value": "paper's value", "std": "paper's std", "note": "about the value"}).reset_index(drop=True)
-
-
-def section_view(number: int | str):
-    """The paper's values for one section as the book shows them, in one expandable block
-    (the chapter's results come first): a compact table (claim, scale, variant, quantity,
-    value ± std, seeds), then each claim's statement and what the summary leaves unstated.
-    Labelled as the paper's."""
-    import html
-
-    from IPython.display import HTML
-
-    from .scorecard import TITLES
-    from .tables import number as fmt
-    from .tables import table
-
-    rows = section(number)
-    shown = rows.assign(
-        claim=rows.claim.map(lambda c: TITLES.get(c, c)),
-        value=[fmt(v) + ("" if pd.isna(s) else f" ± {fmt(s)}") for v, s in zip(rows["paper's value"],
-                                                                             rows["paper's std"])])
-    values = table(shown[["claim", "scale", "variant", "quantity", "value", "seeds"]],
-                   headers={"value": "the paper's value"}, caption=f"The paper's values, section {number}")
-    items = []
-    for claim, part in rows.groupby("claim", sort=False):
-        notes = " ".join(dict.fromkeys(n for n in part["about the value"] if isinstance(n, str) and n))
-        items.append(f"<li><strong>{html.escape(TITLES.get(claim, claim))}</strong>: "
-                     f"{html.escape(part.statement.iloc[0])}"
-                     + (f" <em>{html.escape(notes)}</em>" if notes else "") + "</li>")
-    statements = "".join(items)
-    return HTML(f'<details class="paper-values"><summary>The paper\'s values for section {number} '
-                f"({len(rows)} reported values) and its statements</summary>"
-                f'<div class="table-scroll">{values.to_html()}</div><ul>{statements}</ul></details>')

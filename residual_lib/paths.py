@@ -1,4 +1,4 @@
-"""Where things are: the checkout, its notebooks and the results folder, spelled once."""
+"""Where things are: the checkout, its notebooks and the results folder."""
 
 from __future__ import annotations
 
@@ -22,3 +22,9 @@ def default_results_dir() -> Path:
     if os.environ.get("RESIDUAL_RESULTS_DIR"):
         return Path(os.environ["RESIDUAL_RESULTS_DIR"]).expanduser()
     return ROOT / "results" if in_checkout() else Path.cwd() / "results"
+
+
+def results_folder(path: str | os.PathLike | None = None) -> Path:
+    """The results folder a command, a notebook or the library uses: ``path`` when given, else
+    :func:`default_results_dir`."""
+    return Path(path).expanduser() if path else default_results_dir()

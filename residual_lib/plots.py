@@ -50,6 +50,7 @@ def _legend_outside(ax: plt.Axes, title: str | None = None) -> None:
     if ax.get_legend() is not None:
         sns.move_legend(ax, "upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, title=title)
 
+
 PALETTE = {"full": "#1b9e77", "attn_only": "#d95f02", "ffn_only": "#7570b3", "no_residual": "#666666",
            "mixer": "#e7298a"}
 
@@ -180,7 +181,7 @@ def _millions(n: float) -> str:
 
 
 def ladder_gaps(table: pd.DataFrame) -> plt.Figure:
-    """The scale ladder: each gap of :func:`residual_lib.analysis.ladder_gaps` against the
+    """The scale ladder: each gap of :func:`residual_lib.scaling.ladder_gaps` against the
     parameter count (log scale), mean +- 1 std over seeds, one panel per gap, stacked."""
     gaps = list(dict.fromkeys(table["gap"]))
     fig, axes = plt.subplots(max(1, len(gaps)), 1, figsize=(WIDTH, 3.0 * max(1, len(gaps))), squeeze=False,

@@ -1,9 +1,9 @@
 """What a run is: :class:`Run`, the one value every layer passes around.
 
 A run is a profile, a variant, a seed, an evaluation mode, a runtime gain, a determinism
-setting, a replicate index and an initial-weight perturbation. ``Run`` checks them once,
-when it is made, so the trainer, the sweep and the notebooks never check again; its
-:attr:`Run.key` hashes every field (the profile's included) and names its record file.
+setting, a replicate index and an initial-weight perturbation. ``Run`` checks its fields
+when it is made, so an invalid run never exists; its :attr:`Run.key` hashes every field (the
+profile's included) and names its record file (:data:`RECORD_NAME`).
 
 The key's recipe (:func:`run_identity`, :func:`run_key`) is frozen: every committed record
 is filed under the key it gives, and the test suite recomputes the key of each one.
@@ -20,14 +20,14 @@ import os
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
-from .data import ValidationSet
-from .model import VARIANTS
+from .architecture import VARIANTS
+from .batches import ValidationSet
 from .profiles import Profile, get_profile
 
 #: Part of every run key (changing it would change every key): the identity's format.
 RECORD_VERSION = 1
-#: The four residual configurations of the paper, in the order the pages show them.
-CENTRAL_VARIANTS = ("full", "attn_only", "ffn_only", "no_residual")
+#: A record's file name, under ``<results>/<profile>/``.
+RECORD_NAME = "{variant}_seed{seed}_{key}.json"
 #: The paper's seeds, the default of every section and of ``sweep``.
 PAPER_SEEDS = (1337, 42, 123)
 EVAL_MODES = ValidationSet.MODES
@@ -81,7 +81,7 @@ def record_key(rec: dict) -> str:
 
 
 def record_path(results_dir: str | os.PathLike, profile: str, variant: str, seed: int, key: str) -> Path:
-    return Path(results_dir) / profile / f"{variant}_seed{seed}_{key}.json"
+    return Path(results_dir) / profile / RECORD_NAME.format(variant=variant, seed=seed, key=key)
 
 
 @dataclass(frozen=True)
@@ -148,8 +148,8 @@ class Run:
         return record_path(results_dir, self.profile.name, self.variant, self.seed, self.key)
 
     @property
-    def shape(self) -> tuple:
-        """Runs of one shape can be trained together (:mod:`residual_lib.fused`): the same
+    def fuse_key(self) -> tuple:
+        """Runs with one fuse key can be trained together (:mod:`residual_lib.fused`): the same
         profile, the same parameter shapes (attention or the mixer) and the same
         determinism setting, which is process-wide."""
         return (self.profile, VARIANTS[self.variant][2], self.deterministic)
@@ -166,15 +166,15 @@ class Run:
 
 
 def fuse_groups(runs: list[Run], fuse: int) -> list[list[Run]]:
-    """Split ``runs`` into groups of at most ``fuse`` runs of one :attr:`Run.shape`, which
+    """Split ``runs`` into groups of at most ``fuse`` runs of one :attr:`Run.fuse_key`, which
     can be trained together. Groups come in the order of their first run and keep the given
     order within, so a queue ordered seed by seed stays so (with ``fuse=1`` the runs keep
     their order exactly)."""
     if fuse < 1:
         raise RunError(f"fuse must be at least 1, got {fuse}: pass --fuse 1 to train runs one by one")
-    by_shape: dict[tuple, list[Run]] = {}
+    by_key: dict[tuple, list[Run]] = {}
     for r in runs:
-        by_shape.setdefault(r.shape, []).append(r)
-    groups = [members[i:i + fuse] for members in by_shape.values() for i in range(0, len(members), fuse)]
+        by_key.setdefault(r.fuse_key, []).append(r)
+    groups = [members[i:i + fuse] for members in by_key.values() for i in range(0, len(members), fuse)]
     position = {id(r): i for i, r in enumerate(runs)}
     return sorted(groups, key=lambda g: position[id(g[0])])

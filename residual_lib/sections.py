@@ -1,39 +1,25 @@
-"""What each section of the book needs trained, and how a notebook gets it.
-
-A notebook never trains by itself: it asks for its records in one line,
-``notebook_records(section, globals())``, which reads the section's parameters from the
-notebook (a ``None`` takes the section's default: :func:`defaults`, the one place they are
-written) and calls :func:`ensure`; :func:`plan` turns them into the list of runs
-(:class:`residual_lib.runs.Run`) the section needs; cached records are returned as they are
-and only missing ones are trained. The sweep command calls the same :func:`plan` to train
-everything up front, in parallel, before it executes the notebooks.
-
-Parameters are checked before anything else (:func:`check_parameters`): each one is read in
-its common spellings -- papermill's ``-p`` passes ``"[1, 2]"`` and ``"1,2"`` as strings and
-``-r`` passes every value as one -- and a value of the wrong kind is a
-:class:`ParameterError` whose one line names the parameter, the value and how to pass it.
+"""What each section of the book needs trained: its plan (the list of
+:class:`residual_lib.runs.Run` for a profile, seeds and variants) and which of those runs its
+chapter cannot be shown without. A notebook asks for its records through
+:func:`residual_lib.notebook.notebook_records`; the sweep command calls the same
+:func:`plan` to train everything up front, in parallel, before it executes the notebooks.
 """
 
 from __future__ import annotations
 
-import ast
 import inspect
-import math
-import numbers
 import os
-import re
-from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
-from .paths import default_results_dir  # noqa: F401 (re-exported: notebooks import it from here)
-from .model import VARIANTS
-from .profiles import DROPOUT_TWIN, LADDER_SEEDS, PROFILES, get_profile, ladder
-from .records import diverged, find_record, load_records, usable
-from .runs import CENTRAL_VARIANTS, MAX_SEED, PAPER_SEEDS, Run
+from .architecture import CENTRAL_VARIANTS
+from .frames import recipe_runs
+from .paths import results_folder
+from .profiles import DROPOUT_TWIN, LADDER_SEEDS, get_profile, ladder
+from .records import find_record
+from .runs import PAPER_SEEDS, Run
 from .tables import scientific
-from .train import obtain
 
 #: The profile a notebook run as it is, or a sweep without --profile, trains: seconds a run.
 DEFAULT_PROFILE = "smoke"
@@ -187,201 +173,44 @@ def plan(section: str, profile: str = DEFAULT_PROFILE, seeds=PAPER_SEEDS, varian
 
 
 def missing(specs: list[Run], results_dir: str | os.PathLike | None = None) -> list[Run]:
-    results = Path(results_dir) if results_dir else default_results_dir()
+    results = results_folder(results_dir)
     return [s for s in specs if find_record(results, s.profile.name, s.key) is None]
 
 
-#: The parameters every section notebook has (its ``parameters`` cell), with their defaults;
-#: a section's plan adds its own (e.g. ``gains`` for 05_confounds), defaults in its signature.
-COMMON_PARAMETERS = {"profile": DEFAULT_PROFILE, "seeds": PAPER_SEEDS, "variants": CENTRAL_VARIANTS,
-                     "results_dir": None, "train_missing": True, "device": "auto"}
+# --------------------------------------------------------------------------- membership
+# Which records belong to which study, as filters of frames.load_records rows: the counterpart
+# of the plans above, read by the chapters, the scorecard and the book alike. Each keeps only
+# runs of their profile's recipe (frames.recipe_runs).
 
 
-def defaults(section: str) -> dict:
-    """Every parameter ``section``'s notebook takes, with its default: the one place the
-    section's defaults are written (the plan's signature and :data:`COMMON_PARAMETERS`)."""
-    own = {n: p.default for n, p in inspect.signature(PLANS[section_name(section)]).parameters.items()
-           if n not in ("profile", "seeds", "variants")}
-    # lists, fresh each time: a notebook that edits its seeds does not edit the default
-    return {n: list(v) if isinstance(v, tuple) else v for n, v in {**COMMON_PARAMETERS, **own}.items()}
+def controlled(frame: pd.DataFrame) -> pd.DataFrame:
+    """The central sweep's runs (:func:`_central`), the controlled comparison: fixed validation
+    batches, gain 1, deterministic, unperturbed initialisation, first replicate -- one run per
+    (profile, variant, seed)."""
+    frame = recipe_runs(frame)
+    return frame[(frame.eval_mode == "fixed") & (frame.gain == 1.0) & frame.deterministic.astype(bool)
+                 & (frame.replicate == 0) & (frame.init_noise == 0)]
 
 
-class ParameterError(ValueError):
-    """A notebook parameter of the wrong kind; the message, one line, names the parameter, the
-    value given and how to pass it."""
+def random_evaluation(frame: pd.DataFrame) -> pd.DataFrame:
+    """The joint-collapse study's nanoGPT-style runs (:func:`_joint_collapse`): as the central
+    sweep's, but evaluated on fresh random batches."""
+    frame = recipe_runs(frame)
+    return frame[(frame.eval_mode == "random") & (frame.gain == 1.0) & frame.deterministic.astype(bool)
+                 & (frame.replicate == 0) & (frame.init_noise == 0)]
 
 
-#: The smallest value of the sections' integer parameters (0 where not named here).
-_MINIMUM = {"ladder_seeds": 1, "repeats": 1}
+def gain_study(frame: pd.DataFrame, variant: str = "attn_only") -> pd.DataFrame:
+    """The gain confound's runs (:func:`_confounds`): ``variant`` on fixed batches, first
+    replicate, unperturbed, at every gain (gain 1 included)."""
+    frame = recipe_runs(frame)
+    return frame[(frame.variant == variant) & (frame.eval_mode == "fixed") & (frame.replicate == 0)
+                 & (frame.init_noise == 0)]
 
 
-def _items(value) -> list:
-    """The items of a list parameter in its common spellings: a list or tuple, one value, or a
-    string holding a list (``"[1, 2]"``, JSON or Python) or items separated by commas and/or
-    spaces (``"1,2"``, ``"1 2"``). A string is never split into characters."""
-    if isinstance(value, str):
-        text = value.strip()
-        if text[:1] in ("[", "(") and text[-1:] in ("]", ")"):
-            try:
-                parsed = ast.literal_eval(text)
-            except (ValueError, SyntaxError):  # e.g. [full, attn_only]: the names unquoted
-                parsed = None
-            if isinstance(parsed, (list, tuple)):
-                return list(parsed)
-            text = text[1:-1]
-        return [t.strip("'\"") for t in re.split(r"[\s,]+", text) if t.strip("'\"")]
-    if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
-        return list(value)
-    return [value]
-
-
-def _integer(item) -> int | None:
-    if isinstance(item, numbers.Integral) and not isinstance(item, bool):
-        return int(item)
-    if isinstance(item, str) and re.fullmatch(r"\s*\+?\d+\s*", item):
-        return int(item)
-    return None
-
-
-def _positive(item) -> float | None:
-    if isinstance(item, bool) or not isinstance(item, (numbers.Real, str)):
-        return None
-    try:
-        number = float(item)
-    except ValueError:
-        return None
-    return number if math.isfinite(number) and number > 0 else None
-
-
-def _check_parameter(name: str, value, default):
-    """``value`` of the parameter ``name`` (whose default is ``default``) in its normal form,
-    or :class:`ParameterError`."""
-
-    def bad(what: str, fix: str):
-        shown = " ".join(repr(value).split())
-        shown = shown if len(shown) <= 60 else shown[:57] + "..."
-        return ParameterError(f"{name} must be {what}, got {shown}: pass {fix}")
-
-    def as_list(example: list, what: str, convert) -> list:
-        sequence = isinstance(value, (str, Sequence)) and not isinstance(value, (bytes, bytearray))
-        items = _items(value) if sequence or convert(value) is not None else None
-        out = [convert(item) for item in items] if items else None
-        if not out or any(item is None for item in out):
-            quoted = ", ".join(f'"{e}"' if isinstance(e, str) else str(e) for e in example)
-            listed = f"'[{quoted}]'" if any(isinstance(e, str) for e in example) else f'"[{quoted}]"'
-            raise bad(what, f"-p {name} {listed} or -r {name} \"{' '.join(str(e) for e in example)}\"")
-        return out
-
-    if name == "profile":
-        if not isinstance(value, str) or value not in PROFILES:
-            raise bad(f"one of {', '.join(PROFILES)}", f"-p {name} {default}")
-        return value
-    if name == "device":
-        if not isinstance(value, str) or not re.fullmatch(r"auto|cpu|cuda(:\d+)?", value):
-            raise bad("auto, cpu, cuda or cuda:N", f"-p {name} auto")
-        return value
-    if name == "results_dir":
-        if value is not None and not (isinstance(value, (str, os.PathLike)) and os.fspath(value)):
-            raise bad("a folder or None", f"-p {name} path/to/results, or leave it None for the checkout's results/")
-        return None if value is None else os.fspath(value)
-    if name == "variants" or name.endswith("_variant"):
-        known = ", ".join(VARIANTS)
-
-        def variant(item) -> str | None:
-            return item if isinstance(item, str) and item in VARIANTS else None
-
-        if name == "variants":
-            return as_list(list(default), f"a list of variant names ({known})", variant)
-        if variant(value) is None:
-            raise bad(f"one of {known}", f"-p {name} {default}")
-        return value
-    if isinstance(default, bool):
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-            return value.strip().lower() == "true"
-        raise bad("True or False", f"-p {name} True or -p {name} False")
-    if isinstance(default, int):
-        least = _MINIMUM.get(name, 0)
-        number = _integer(value)
-        if number is None or number < least:
-            raise bad(f"an integer >= {least}", f"-p {name} {default}")
-        return number
-    if isinstance(default, (list, tuple)) and all(_integer(d) is not None for d in default):
-        top = MAX_SEED if name == "seeds" else math.inf
-
-        def integer(item) -> int | None:
-            number = _integer(item)
-            return number if number is not None and 0 <= number <= top else None
-
-        return as_list(list(default), "a list of integers from 0 to 2^63 - 1" if name == "seeds" else
-                       "a list of integers >= 0", integer)
-    if isinstance(default, (list, tuple)):
-        return as_list(list(default), "a list of positive numbers", _positive)
-    raise TypeError(f"no check for the section parameter {name} (default {default!r}): add one to "
-                    "residual_lib.sections._check_parameter")
-
-
-def check_parameters(section: str, params: dict) -> dict:
-    """``params`` with each of ``section``'s parameters (:func:`defaults`) in its normal form:
-    the profile and the variants known names, seeds a list of integers from 0 to 2^63 - 1,
-    gains a list of positive floats, switches booleans, ``results_dir`` a string or None;
-    lists and switches in their common spellings (see :func:`_items`; ``"true"``,
-    ``"false"``). Other names pass through unchanged. A value of the wrong kind raises
-    :class:`ParameterError`."""
-    known = defaults(section)
-    return {n: _check_parameter(n, v, known[n]) if n in known else v for n, v in params.items()}
-
-
-def notebook_records(section: str, namespace: dict, **options) -> pd.DataFrame:
-    """:func:`ensure` for a notebook, in one line. The section's parameters are read from the
-    notebook's ``namespace`` (``globals()``, where papermill injects them); a parameter the
-    notebook sets to ``None`` (or leaves out) takes its :func:`defaults` value. Each is checked
-    and normalised (:func:`check_parameters`: ``seeds="1337 42"`` is ``[1337, 42]``) and
-    written back into ``namespace``, so that the page shows what it asked for.
-    ``options``: e.g. ``skip_missing``."""
-    params = {n: namespace[n] if namespace.get(n) is not None else d for n, d in defaults(section).items()}
-    params = check_parameters(section, params)
-    namespace.update(params)
-    return ensure(section, **params, **options)
-
-
-def ensure(
-    section: str,
-    profile: str = DEFAULT_PROFILE,
-    seeds=PAPER_SEEDS,
-    variants=CENTRAL_VARIANTS,
-    results_dir: str | os.PathLike | None = None,
-    train_missing: bool = True,
-    device: str = "auto",
-    skip_missing: bool = False,
-    **params,
-) -> pd.DataFrame:
-    """The records ``section`` needs, as :func:`residual_lib.records.load_records` rows,
-    training the missing ones when ``train_missing`` (one after another, in this process).
-    With ``train_missing=False`` a missing record is an error that names the command
-    that makes it, unless ``skip_missing``: then only the existing records are returned
-    (for a study that may be shown in part, like the scale ladder), and the runs without a
-    record are listed in the frame's ``attrs["missing"]``."""
-    results = Path(results_dir) if results_dir else default_results_dir()
-    specs = plan(section, profile, seeds, variants, **params)
-    if train_missing:
-        paths, absent = [path for path, _ in obtain(specs, results, device=device)], []
-    else:
-        found = {spec: find_record(results, spec.profile.name, spec.key) for spec in specs}
-        absent = [spec for spec, path in found.items() if path is None]
-        needed = required(section, absent, profile, partial_ok=False)
-        if needed and not skip_missing:
-            raise FileNotFoundError(
-                f"{len(needed)} run record(s) missing under {results} (first: {needed[0].label()}): "
-                f"run `python -m residual_lib sweep notebooks/{section_name(section)}.py --profile {profile}`"
-            )
-        paths = [path for path in found.values() if path is not None]
-    frame = load_records(paths)
-    # a diverged run has no losses to average: the pages list it (attrs["diverged"]) instead
-    out = usable(frame).reset_index(drop=True)
-    out.attrs["diverged"] = [f"{r.profile} {r.variant} seed {r.seed} (key {r.key})"
-                             for r in diverged(frame).itertuples()]
-    out.attrs["missing"] = absent  # the runs left out (skip_missing)
-    out.attrs["profile"], out.attrs["results_dir"] = profile, str(results)  # what the page shows
-    return out
+def repeat_study(frame: pd.DataFrame, variant: str = "attn_only") -> pd.DataFrame:
+    """The reproduction study's runs (:func:`_reproduction`): ``variant`` on fixed batches at
+    gain 1, unperturbed, deterministic or not, every replicate."""
+    frame = recipe_runs(frame)
+    return frame[(frame.variant == variant) & (frame.eval_mode == "fixed") & (frame.gain == 1.0)
+                 & (frame.init_noise == 0)]

@@ -7,15 +7,15 @@
    sweep resumes where it stopped. Runs are trained seed by seed, in the order the seeds
    are given, so a partial sweep leaves complete seeds.
 2. Missing runs are trained by a pool of worker processes (``--jobs``, each with
-   ``--threads`` torch threads, training up to ``--fuse`` runs of one shape together:
+   ``--threads`` torch threads, training up to ``--fuse`` runs of one fuse key together:
    :mod:`residual_lib.fused`; :func:`default_layout` picks all three), or submitted through submitit (``--executor submitit``:
    Slurm when the machine has it, otherwise submitit's local executor; ``--cluster``
    forces one). A failed run does not stop the others; it is listed at the end with
    its log, and the sweep exits with status 1. A run that diverged (non-finite loss) is
    recorded as such and listed. Deterministic CPU runs use one thread each whatever the
-   layout (:data:`residual_lib.train.DETERMINISTIC_CPU_THREADS`), so a record's bits do
+   layout (:data:`residual_lib.runtime.DETERMINISTIC_CPU_THREADS`), so a record's bits do
    not depend on ``--jobs`` or on how many runs were left.
-   Each run is claimed before it is submitted (:func:`residual_lib.records.try_claim`):
+   Each run is claimed before it is submitted (:func:`residual_lib.locks.claim`):
    two sweeps on one results folder split the work, and a run claimed by another live
    sweep is waited for rather than trained twice. Workers exit when the sweep's process
    dies (kill -9 included); SIGTERM stops a sweep as Ctrl-C does, keeping finished records.
@@ -27,18 +27,25 @@
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
 import sys
+import threading
 import time
 import traceback
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
+
 from .execute import execute_notebook
-from .paths import default_results_dir
-from .records import clean_stale_files, find_record, read_record, release_claim, try_claim
+from .locks import OURS, RECORDED, claim, clean_stale_files, release_claim
+from .paths import results_folder
+from .records import read_record
 from .runs import PAPER_SEEDS, Run, fuse_groups
 from .sections import DEFAULT_PROFILE, missing, plan, section_name
+from .store import obtain
 
 
 @dataclass
@@ -80,16 +87,12 @@ def default_layout(n_runs: int, device: str) -> tuple[int, int, int]:
 
 
 def _cuda_available() -> bool:
-    import torch
-
     return torch.cuda.is_available()
 
 
 def _exit_with_parent(parent: int) -> None:
     """Worker initializer: exit as soon as the sweep's process is gone (kill -9 included),
     instead of idling for good."""
-    import threading
-
     def watch():
         while True:
             time.sleep(0.5)
@@ -99,15 +102,11 @@ def _exit_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
-def _train_group(runs: list[Run], results_dir: str, device: str, threads: int, log_path: str,
+def _worker(runs: list[Run], results_dir: str, device: str, threads: int, log_path: str,
                  compile: bool = False) -> list[str]:
     """Worker: train a group of runs of one shape with ``threads`` torch threads -- one run
     alone, several fused (:mod:`residual_lib.fused`) -- progress lines to ``log_path``.
     Returns the written record paths."""
-    import torch
-
-    from .train import obtain
-
     torch.set_num_threads(threads)
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "w") as log:
@@ -124,15 +123,12 @@ def _train_group(runs: list[Run], results_dir: str, device: str, threads: int, l
 
 class _LocalPool:
     def __init__(self, jobs: int):
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
-
         self.pool = ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn"),
                                         initializer=_exit_with_parent, initargs=(os.getpid(),))
         self.poll = 0.2
 
     def submit(self, *args):
-        return self.pool.submit(_train_group, *args)
+        return self.pool.submit(_worker, *args)
 
     def close(self, interrupted: bool = False):
         if interrupted:  # stop the runs in flight now; their records were never written
@@ -152,7 +148,7 @@ class _Submitit:
         self.poll = 0.5 if self.executor.cluster in ("local", "debug") else 10.0
 
     def submit(self, *args):
-        return self.executor.submit(_train_group, *args)
+        return self.executor.submit(_worker, *args)
 
     def close(self, interrupted: bool = False):
         pass
@@ -214,9 +210,10 @@ def train_runs(
             while pending and len(running) < jobs:
                 group, mine = pending.pop(0), []
                 for spec in group:
-                    if find_record(results, spec.profile.name, spec.key) is not None:
+                    state = claim(target(spec))
+                    if state == RECORDED:
                         bar.update(1)  # made meanwhile by another process
-                    elif try_claim(target(spec)):
+                    elif state == OURS:
                         mine.append(spec)
                         held.append(spec)
                     else:
@@ -230,10 +227,11 @@ def train_runs(
             if elsewhere and time.monotonic() - checked > 2.0:
                 checked = time.monotonic()
                 for spec in list(elsewhere):
-                    if find_record(results, spec.profile.name, spec.key) is not None:
+                    state = claim(target(spec))
+                    if state == RECORDED:
                         elsewhere.remove(spec)
                         bar.update(1)
-                    elif try_claim(target(spec)):  # its owner died: this sweep trains it
+                    elif state == OURS:  # its owner died: this sweep trains it
                         elsewhere.remove(spec)
                         release_claim(target(spec))
                         pending.append([spec])
@@ -283,7 +281,7 @@ def sweep(
     compile: bool = False,
 ) -> SweepReport:
     started = time.perf_counter()
-    results = Path(results_dir).resolve() if results_dir else default_results_dir()
+    results = results_folder(results_dir).resolve()
     paths = [Path(n).resolve() for n in notebooks]
     for path in paths:
         if not path.is_file():

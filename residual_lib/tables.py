@@ -139,3 +139,15 @@ def table(frame: pd.DataFrame | pd.Series, headers: dict[str, str] | None = None
     if caption:
         styler = styler.set_caption(caption)
     return styler
+
+
+def p_text(p: float) -> str:
+    """A p-value as the book writes it: three decimals, or a power of ten below 0.001."""
+    if math.isnan(p):
+        return "—"
+    return f"{p:.3f}" if p >= 0.001 else scientific(p)
+
+
+def signed(x: float) -> str:
+    """A difference with its sign, three decimals and a true minus; 0.000 when it rounds to zero."""
+    return f"{'−' if x < 0 else '+'}{abs(x):.3f}" if round(abs(x), 3) else "0.000"

@@ -32,9 +32,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from .paths import default_results_dir
+from .paths import results_folder
+from .profiles import BOOK_PROFILE
 from .records import RecordError, read_record, seal, write_record
 from .runs import Run, RunError
+from .runtime import resolve_device
+from .store import obtain
 
 #: The folder beside a profile's records that holds their certificates.
 VERIFIED = "verified"
@@ -112,8 +115,6 @@ def verify_record(path: str | os.PathLike, scratch_dir: str | os.PathLike | None
     folder, removed afterwards), compare, and write and return the certificate. ``device``:
     default the record's own. Raises :class:`RecordError` for a bad record and
     :class:`RunError` for one this code cannot rerun as the same run."""
-    from .train import resolve_device, run
-
     path = Path(path)
     recorded, spec = rerunnable(path)
     prov = recorded["provenance"]
@@ -123,8 +124,8 @@ def verify_record(path: str | os.PathLike, scratch_dir: str | os.PathLike | None
         if spec.path(scratch).resolve() == path.resolve():
             raise RunError(f"the scratch folder {scratch} is the record's own results folder: give another one")
         started = time.perf_counter()
-        new_path, _ = run(spec, scratch, force=True, device=device, data_dir=data_dir, progress=progress,
-                          compile=bool(prov.get("compiled")))
+        new_path, _ = obtain([spec], scratch, force=True, device=device, data_dir=data_dir, progress=progress,
+                          compile=bool(prov.get("compiled")))[0]
         seconds = time.perf_counter() - started
         rerun = read_record(new_path)
     fields, added, first = compare(recorded, rerun)
@@ -145,10 +146,10 @@ def verify_record(path: str | os.PathLike, scratch_dir: str | os.PathLike | None
     return cert
 
 
-def load_certificates(results_dir: str | os.PathLike | None = None, profile: str = "cpu") -> pd.DataFrame:
+def load_certificates(results_dir: str | os.PathLike | None = None, profile: str = BOOK_PROFILE) -> pd.DataFrame:
     """One row per certificate under ``<results_dir>/<profile>/verified/``: its scalar fields,
     ``n_fields_compared``, ``difference_field`` (None when equal) and ``path``."""
-    folder = Path(results_dir or default_results_dir()) / profile / VERIFIED
+    folder = results_folder(results_dir) / profile / VERIFIED
     rows = []
     for file in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         try:

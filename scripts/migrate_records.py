@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from residual_lib.data import atomic_write_bytes  # noqa: E402
+from residual_lib.files import atomic_write  # noqa: E402
 from residual_lib.records import SCHEMA_VERSION, RecordError, validate_record, write_record  # noqa: E402
 
 
@@ -51,7 +51,7 @@ def migrate(path: Path) -> str:
     try:
         assert validate_record(path)["key"] == record["key"]
     except RecordError as exc:  # its numbers disagree with its curves: not sealed
-        atomic_write_bytes(path, original.encode())
+        atomic_write(path, original.encode())
         return f"left alone: {exc.reason}"
     return "migrated"
 

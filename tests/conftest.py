@@ -48,8 +48,8 @@ SMOKE_SEEDS = [1337, 42]
 @pytest.fixture(scope="session")
 def smoke_results(tmp_path_factory):
     """Every section's runs at smoke, trained once by a sweep without notebooks."""
-    from residual_lib.sections import plan
     from residual_lib.execute import all_notebooks
+    from residual_lib.sections import plan
     from residual_lib.sweep import sweep
 
     notebooks = all_notebooks()

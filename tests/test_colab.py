@@ -106,11 +106,11 @@ def _papermill_parameters(command: str) -> dict:
 
 
 def _asked_seeds(section: str, params: dict, monkeypatch) -> list:
-    from residual_lib import sections
+    from residual_lib import notebook
 
     asked = {}
-    monkeypatch.setattr(sections, "ensure", lambda section, **kw: asked.update(kw))
-    sections.notebook_records(section, dict(params))
+    monkeypatch.setattr(notebook, "ensure", lambda section, **kw: asked.update(kw))
+    notebook.notebook_records(section, dict(params))
     return asked["seeds"]
 
 

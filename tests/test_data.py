@@ -11,11 +11,9 @@ import numpy as np
 import pytest
 import torch
 
+from residual_lib.batches import ValidationSet, fixed_val_batches, get_batch
 from residual_lib.data import (
     DataError,
-    ValidationSet,
-    fixed_val_batches,
-    get_batch,
     gpt2_encoding,
     load_corpus,
     prepare_openwebtext,
@@ -247,7 +245,7 @@ def test_the_cpu_profiles_bigram_reference_sits_between_the_floor_and_a_trained_
 
 def test_a_records_bigram_reference_comes_from_its_configuration(char_corpus):
     from residual_lib.data import eval_bigram
-    from residual_lib.records import record_eval_bigram
+    from residual_lib.frames import record_eval_bigram
 
     rec = {"eval_mode": "fixed", "config": {"dataset": "shakespeare_char",
                                             "profile": {"block_size": 16, "batch_size": 4, "eval_iters": 3}}}

@@ -29,17 +29,17 @@ def test_gradient_accumulation_of_four_micro_batches_equals_one_batch_of_four_ti
 def test_gradient_accumulation_check_catches_a_trainer_that_ignores_it(monkeypatch):
     import residual_lib.train as train_module
 
-    original = train_module.train_step
+    original = train_module.take_step
 
-    def unscaled(state, optimizer, step, log):  # sums the micro-batch losses instead of averaging them
-        profile = state.profile
-        monkeypatch.setattr(state, "profile", profile.override(grad_accum=1))
+    def unscaled(trainer, step, log):  # sums the micro-batch losses instead of averaging them
+        state, profile = trainer.states[0], trainer.profile
+        monkeypatch.setattr(trainer, "profile", profile.override(grad_accum=1))
         for _ in range(profile.grad_accum - 1):
             x, y = state.next_batch()
             state.net(x, y)[1].backward()
-        return original(state, optimizer, step, log)
+        return original(trainer, step, log)
 
-    monkeypatch.setattr(train_module, "train_step", unscaled)
+    monkeypatch.setattr(train_module, "take_step", unscaled)
     with pytest.raises(devicecheck.CheckFailed, match="micro-batches"):
         devicecheck.grad_accum("cpu")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -17,14 +17,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from residual_lib.records import (BadRecordsError, RecordError, clean_stale_files, find_record, load_records, seal,
-                                  read_record, try_claim)
 from residual_lib.checkpoint import read_checkpoint
-from residual_lib.profiles import get_profile
-from residual_lib.runs import Run, record_path
 from residual_lib.execute import execute_notebook
+from residual_lib.frames import load_records
+from residual_lib.locks import clean_stale_files, try_claim
+from residual_lib.profiles import get_profile
+from residual_lib.records import BadRecordsError, RecordError, find_record, read_record, seal
+from residual_lib.runs import Run, record_path
+from residual_lib.store import obtain
 from residual_lib.sweep import train_runs
-from residual_lib.train import run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,7 +39,7 @@ def cli(*args: str, cwd: Path = ROOT, **kwargs) -> subprocess.CompletedProcess:
 def good(tmp_path_factory) -> Path:
     """One valid smoke record, in a results folder of its own (copy it before damaging it)."""
     results = tmp_path_factory.mktemp("good")
-    path, trained = run(Run("smoke", "full", 11), results, progress=False)
+    path, trained = obtain([Run("smoke", "full", 11)], results, progress=False)[0]
     assert trained
     return path
 
@@ -131,7 +132,7 @@ def test_a_damaged_record_is_named_by_readers_and_retrained_by_the_trainer(good,
     assert find_record(results, "smoke", key) is None
     assert not path.exists() and (path.parent / f"{path.name}.bad").is_file()
     assert "moved aside" in capsys.readouterr().err
-    again, trained = run(Run("smoke", "full", 11), results, progress=False)
+    again, trained = obtain([Run("smoke", "full", 11)], results, progress=False)[0]
     assert trained and again == path and read_record(again)["final_val_loss"] == read_record(good)["final_val_loss"]
 
 
@@ -160,7 +161,7 @@ def test_a_diverging_run_is_stopped_recorded_as_diverged_in_strict_json_and_left
     assert len(rec["curves"]["train"]["step"]) <= 3  # stopped, not trained to the end
     frame = load_records(tmp_path)
     assert list(frame.status) == ["diverged"]
-    from residual_lib.records import usable
+    from residual_lib.frames import usable
 
     assert usable(frame).empty
     summary = cli("summary", str(tmp_path))
@@ -188,7 +189,7 @@ def test_a_records_bits_depend_on_its_key_not_on_the_layout(tmp_path):
     saved = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
-        direct = [run(s, tmp_path / "direct", progress=False)[0] for s in specs]
+        direct = [obtain([s], tmp_path / "direct", progress=False)[0][0] for s in specs]
         assert torch.get_num_threads() == 2  # the pin is undone after the run
     finally:
         torch.set_num_threads(saved)
@@ -273,7 +274,7 @@ def test_two_sweeps_on_one_folder_split_the_work(tmp_path):
              for _ in range(2)]
     outs = [p.communicate(timeout=600) for p in procs]
     assert all(p.returncode == 0 for p in procs), outs
-    trained = [int(re.search(r"(\d+) run\(s\) trained", out).group(1)) for out, _ in outs]
+    trained = [int(re.search(r"runs (\d+) trained", out).group(1)) for out, _ in outs]
     assert sum(trained) == 8, outs  # four runs and their dropout twins, each trained once
     assert len(list((tmp_path / "smoke").glob("*.json"))) == 4
     assert len(list((tmp_path / "smoke-dropout").glob("*.json"))) == 4
@@ -283,11 +284,10 @@ def test_a_group_trains_what_it_could_claim_then_waits_for_the_rest_holding_noth
     """Claims of a group are taken without waiting: a run held by another process is waited
     for only after the group's other runs are trained and their claims given back, so two
     processes asking for the same runs in another order cannot wait on each other."""
+    import socket
     import threading
 
-    from residual_lib.train import obtain
-
-    import socket
+    from residual_lib.store import obtain
 
     profile = get_profile("smoke", max_iters=20, eval_interval=10)
     free, held = Run(profile, "full", 1), Run(profile, "ffn_only", 1)
@@ -298,7 +298,7 @@ def test_a_group_trains_what_it_could_claim_then_waits_for_the_rest_holding_noth
 
     def other_process():  # ... and finishes it a little later
         time.sleep(1.0)
-        run(held, tmp_path, claim=False, progress=False)
+        obtain([held], tmp_path, claim=False, progress=False)[0]
         claim.unlink()
 
     worker = threading.Thread(target=other_process)
@@ -334,12 +334,13 @@ def test_an_unwritable_output_fails_before_training(tmp_path, monkeypatch):
     bench = cli("bench", "--profile", "smoke", "--json", str(blocker / "bench.json"))
     assert bench.returncode == 2 and "cannot write" in bench.stderr and bench.stdout == ""
 
-    import residual_lib.train as train_module
+    import residual_lib.store as store_module
+    from residual_lib.files import NotWritableError
 
     monkeypatch.setattr("shutil.disk_usage", lambda path: shutil._ntuple_diskusage(10**9, 10**9, 2**20))
-    monkeypatch.setattr(train_module, "train_group", lambda *a, **k: pytest.fail("trained into a full disk"))
-    with pytest.raises(train_module.RunError, match="MB free"):
-        run(Run("smoke", "full", 1), tmp_path / "full-disk")
+    monkeypatch.setattr(store_module, "train_group", lambda *a, **k: pytest.fail("trained into a full disk"))
+    with pytest.raises(NotWritableError, match="MB free"):
+        obtain([Run("smoke", "full", 1)], tmp_path / "full-disk")[0]
 
 
 @pytest.mark.parametrize("args, message", [
@@ -409,7 +410,7 @@ def _kill_at(monkeypatch, module, name, step_to_die):
     original = getattr(module, name)
 
     def dying(*args, **kwargs):
-        step = args[2] if name == "train_step" else args[0]
+        step = args[1] if name == "take_step" else args[0]
         if step == step_to_die:
             raise _Killed
         return original(*args, **kwargs)
@@ -422,11 +423,11 @@ def _whole_and_killed(tmp_path: Path, monkeypatch, every: int, at: int) -> tuple
     killed at step ``at`` under ``tmp_path/killed``: the whole record and the checkpoints left."""
     import residual_lib.train as train_module
 
-    whole, _ = run(Run("smoke", "attn_only", 8), tmp_path / "whole", progress=False, checkpoint_every=every)
+    whole, _ = obtain([Run("smoke", "attn_only", 8)], tmp_path / "whole", progress=False, checkpoint_every=every)[0]
     with monkeypatch.context() as patch:
-        _kill_at(patch, train_module, "train_step", at)
+        _kill_at(patch, train_module, "take_step", at)
         with pytest.raises(_Killed):
-            run(Run("smoke", "attn_only", 8), tmp_path / "killed", progress=False, checkpoint_every=every)
+            obtain([Run("smoke", "attn_only", 8)], tmp_path / "killed", progress=False, checkpoint_every=every)[0]
     return whole, list((tmp_path / "killed" / "smoke" / ".checkpoints").glob("*.pt"))
 
 
@@ -434,7 +435,7 @@ def test_a_killed_run_resumes_from_its_checkpoint_bitwise_identical(tmp_path, mo
     whole, saved = _whole_and_killed(tmp_path, monkeypatch, every=50, at=100)
     assert len(saved) == 1 and read_checkpoint(saved[0])["step"] == 100
     assert not list((tmp_path / "killed" / "smoke").glob("*.json"))
-    resumed, trained = run(Run("smoke", "attn_only", 8), tmp_path / "killed", progress=False, checkpoint_every=50)
+    resumed, trained = obtain([Run("smoke", "attn_only", 8)], tmp_path / "killed", progress=False, checkpoint_every=50)[0]
     assert trained and read_record(resumed)["provenance"]["resumed_from_step"] == 100
     assert _bits(resumed) == _bits(whole)
     assert not saved[0].exists()  # the checkpoint goes once the record is written
@@ -451,7 +452,7 @@ def test_a_checkpoint_with_overwritten_bytes_starts_the_run_over(tmp_path, monke
     data[middle:middle + 16] = bytes(b ^ 0xFF for b in data[middle:middle + 16])
     saved[0].write_bytes(bytes(data))
     capsys.readouterr()
-    resumed, trained = run(Run("smoke", "attn_only", 8), tmp_path / "killed", progress=False, checkpoint_every=40)
+    resumed, trained = obtain([Run("smoke", "attn_only", 8)], tmp_path / "killed", progress=False, checkpoint_every=40)[0]
     lines = [line for line in capsys.readouterr().err.splitlines() if "checkpoint" in line]
     assert len(lines) == 1 and "checksum" in lines[0] and lines[0].endswith("starting over"), lines
     assert trained and "resumed_from_step" not in read_record(resumed)["provenance"]
@@ -461,7 +462,7 @@ def test_a_checkpoint_with_overwritten_bytes_starts_the_run_over(tmp_path, monke
 
 def test_a_killed_fused_group_resumes_bitwise_identical(tmp_path, monkeypatch):
     import residual_lib.fused as fused_module
-    from residual_lib.train import obtain
+    from residual_lib.store import obtain
 
     runs = [Run("smoke", "full", 1), Run("smoke", "ffn_only", 2)]
     whole = obtain(runs, tmp_path / "whole", fuse=2, progress=False, checkpoint_every=50)

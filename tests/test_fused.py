@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -13,8 +13,9 @@ import torch
 from residual_lib.profiles import get_profile
 from residual_lib.records import read_record
 from residual_lib.runs import Run, RunError, fuse_groups
+from residual_lib.store import obtain
 from residual_lib.sweep import sweep
-from residual_lib.train import obtain, train, train_group
+from residual_lib.train import train, train_group
 
 # smoke's shape at the cpu profile's learning rate; a diagnostic on every step
 PROFILE = get_profile("smoke", max_iters=60, eval_interval=20, log_interval=1, learning_rate=1e-3, min_lr=1e-4)

@@ -7,9 +7,10 @@ import math
 import pandas as pd
 import pytest
 
-from residual_lib import analysis
+from residual_lib import analysis, scaling
+from residual_lib.notebook import ensure
 from residual_lib.profiles import get_profile, ladder
-from residual_lib.sections import ensure, plan
+from residual_lib.sections import plan
 
 
 def test_the_ladder_keeps_one_budget_and_changes_only_the_model():
@@ -36,7 +37,7 @@ def test_ladder_plan_covers_every_rung_variant_and_first_three_seeds():
 
 def test_the_rung_table_gives_tokens_per_parameter_and_the_cost_per_run():
     rows = pd.DataFrame([{"profile": "cpu", "wall_seconds": 600.0}, {"profile": "cpu", "wall_seconds": 900.0}])
-    table = analysis.ladder_rungs(rows, ["cpu", "ladder-10m"]).set_index("profile")
+    table = scaling.ladder_rungs(rows, ["cpu", "ladder-10m"]).set_index("profile")
     assert table.loc["cpu", "tokens"] == 2000 * 32 * 64 and table.loc["ladder-10m", "tokens"] == 2000 * 32 * 64
     assert 10.5e6 < table.loc["ladder-10m", "parameters"] < 10.8e6
     assert table.loc["ladder-10m", "tokens per parameter"] == pytest.approx(0.384, abs=0.01)
@@ -64,7 +65,7 @@ def test_ladder_gaps_pair_by_seed_and_skip_incomplete_pairs():
         _row("a", 100, "ffn_only", 1, 3.1), _row("a", 100, "ffn_only", 2, 2.9),
         _row("b", 1000, "full", 1, 1.0), _row("b", 1000, "ffn_only", 1, 3.0),  # no attn_only at b
     ])
-    gaps = analysis.ladder_gaps(frame).set_index(["profile", "gap"])
+    gaps = scaling.ladder_gaps(frame).set_index(["profile", "gap"])
     assert gaps.loc[("a", "attn_only - full"), "mean"] == pytest.approx(0.4)  # (0.5 + 0.3) / 2
     assert gaps.loc[("a", "attn_only - full"), "std"] == pytest.approx(math.sqrt(0.02))
     assert gaps.loc[("a", "ffn_only - floor"), "mean"] == pytest.approx(0.0)
@@ -79,17 +80,17 @@ def test_ladder_trend_fits_nats_per_decade_and_needs_two_rungs():
         for seed, jitter in ((1, -0.01), (2, 0.01))
         for variant, loss in (("full", 2.0), ("attn_only", 2.0 + attn_gap + jitter), ("ffn_only", 3.0))
     ])
-    trend = analysis.ladder_trend(analysis.ladder_gap_points(frame)).set_index("gap")
+    trend = scaling.ladder_trend(scaling.ladder_gap_points(frame)).set_index("gap")
     attn = trend.loc["attn_only - full"]
     assert attn.slope_per_decade == pytest.approx(-0.2) and attn.slope_low < -0.2 < attn.slope_high and attn.p < 0.01
     assert (attn.rungs, attn.points) == (3, 6)
     assert attn.trend == "shrinks with size"
     assert trend.loc["ffn_only - floor"].slope_per_decade == pytest.approx(0.0, abs=1e-12)
-    one_rung = analysis.ladder_trend(analysis.ladder_gap_points(frame[frame.profile == "a"]))
+    one_rung = scaling.ladder_trend(scaling.ladder_gap_points(frame[frame.profile == "a"]))
     assert one_rung.slope_per_decade.isna().all() and set(one_rung.trend) == {"too few rungs or seeds"}
     noisy = frame.copy()  # the same rungs with the attn_only gap flipping sign from seed to seed
     noisy.loc[(noisy.variant == "attn_only") & (noisy.seed == 2), "final_val_loss"] -= 1.0
-    flat = analysis.ladder_trend(analysis.ladder_gap_points(noisy)).set_index("gap").loc["attn_only - full"]
+    flat = scaling.ladder_trend(scaling.ladder_gap_points(noisy)).set_index("gap").loc["attn_only - full"]
     assert flat.slope_low <= 0 <= flat.slope_high and flat.trend == "no trend distinguishable from zero"
 
 

@@ -180,6 +180,7 @@ def test_layer0_starvation_is_scored_per_variant_and_per_seed(tmp_path):
 
 def test_routing_needs_alpha_near_one_above_the_full_control(tmp_path):
     central(tmp_path, "cpu", attn=1.8, ffn=3.33)
+
     def row():
         table = scorecard.build(tmp_path, stand_in="cpu").set_index(["claim", "profile"])
         return table.loc[("alpha_routing", "cpu"), "verdict"], table.loc[("alpha_routing", "cpu"), "ours"]
@@ -292,7 +293,8 @@ def test_scale_note_gives_the_stand_in_size_and_the_missing_paper_profiles(tmp_p
 
 
 def test_controlled_keeps_one_run_per_variant_and_seed(tmp_path):
-    from residual_lib.records import controlled, load_records
+    from residual_lib.frames import load_records
+    from residual_lib.sections import controlled
 
     central(tmp_path, "cpu", attn=1.8, ffn=3.34, seeds=(1, 2))
     fake_record(tmp_path, "cpu", "attn_only", 1, 1.9, gain=2.0)
@@ -305,7 +307,7 @@ def test_controlled_keeps_one_run_per_variant_and_seed(tmp_path):
 
 
 def test_escape_step_is_where_the_loss_leaves_the_floor_for_good():
-    from residual_lib.analysis import escape_step
+    from residual_lib.escapes import escape_step
 
     steps = [0, 100, 200, 300, 400]
     assert escape_step(steps, [4.0, 3.3, 3.2, 3.3, 3.1], floor=3.3, tolerance=0.05) == 400
@@ -417,7 +419,7 @@ def test_thresholds_were_set_by_the_commits_they_name():
 
 
 def test_escape_rates_give_clopper_pearson_intervals_and_fishers_test():
-    from residual_lib.analysis import escape_rate, escape_rates
+    from residual_lib.escapes import escape_rate, escape_rates
 
     r = escape_rate(0, 20)
     assert r["rate"] == 0 and r["low"] == 0 and r["high"] == pytest.approx(0.1684, abs=1e-4)  # 1 - 0.025^(1/20)

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import pytest
+from conftest import SMOKE_SEEDS as SEEDS
 
-from residual_lib import sections
+from residual_lib import notebook, parameters, sections
 from residual_lib.__main__ import main
+from residual_lib.execute import all_notebooks, execute_notebook
 from residual_lib.profiles import get_profile
 from residual_lib.runs import Run
 from residual_lib.sections import plan
-from residual_lib.execute import all_notebooks, execute_notebook
 from residual_lib.sweep import sweep, train_runs
 
-from conftest import SMOKE_SEEDS as SEEDS
 NOTEBOOKS = all_notebooks()
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -89,7 +90,7 @@ def test_a_failed_run_does_not_stop_the_others(tmp_path, monkeypatch, capsys):
                    "--no-notebooks", "--jobs", "2"])
     out = capsys.readouterr().out
     assert status == 1
-    assert "2 run(s) trained" in out and "1 failed" in out
+    assert "runs 2 trained" in out and "1 failed" in out
     assert "FAILED run smoke full seed 5" in out and "is longer than" in out
     assert len(list((tmp_path / "r" / "smoke").glob("*.json"))) == 2
     log = tmp_path / "r" / "smoke" / "logs" / f"full_seed5_{bad.key}.log"
@@ -161,23 +162,23 @@ def test_a_misspelt_section_parameter_is_refused_not_ignored():
 
 def test_a_notebook_asks_for_its_records_with_the_names_its_section_takes(monkeypatch):
     asked = {}
-    monkeypatch.setattr(sections, "ensure", lambda section, **kw: asked.update(section=section, **kw))
+    monkeypatch.setattr(notebook, "ensure", lambda section, **kw: asked.update(section=section, **kw))
     namespace = {"profile": "smoke", "seeds": [1], "variants": ["full"], "results_dir": "r", "train_missing": False,
                  "device": "cpu", "gains": [1.0, 2.0], "gain_variant": "full", "tolerance": 0.05, "pd": object()}
-    sections.notebook_records("05_confounds", namespace)
+    notebook.notebook_records("05_confounds", namespace)
     assert asked == {"section": "05_confounds", "profile": "smoke", "seeds": [1], "variants": ["full"],
                      "results_dir": "r", "train_missing": False, "device": "cpu", "gains": [1.0, 2.0],
                      "gain_variant": "full"}  # not tolerance, which the plan does not take
     asked.clear()
-    sections.notebook_records("06_central", namespace, skip_missing=True)
+    notebook.notebook_records("06_central", namespace, skip_missing=True)
     assert "gains" not in asked and asked["skip_missing"] is True
 
 
 def test_a_parameter_left_none_takes_the_sections_default_and_the_page_sees_it(monkeypatch):
     asked = {}
-    monkeypatch.setattr(sections, "ensure", lambda section, **kw: asked.update(kw))
+    monkeypatch.setattr(notebook, "ensure", lambda section, **kw: asked.update(kw))
     namespace = {"profile": "cpu", "seeds": None, "gains": None, "gain_variant": "ffn_only"}
-    sections.notebook_records("05_confounds", namespace)
+    notebook.notebook_records("05_confounds", namespace)
     assert asked["seeds"] == list(sections.PAPER_SEEDS) and asked["gains"] == [0.5, 1.0, 2.0, 4.0]
     assert asked["gain_variant"] == "ffn_only" and asked["profile"] == "cpu"
     assert namespace["gains"] == [0.5, 1.0, 2.0, 4.0] and namespace["variants"] == list(sections.CENTRAL_VARIANTS)
@@ -186,16 +187,16 @@ def test_a_parameter_left_none_takes_the_sections_default_and_the_page_sees_it(m
         k: v for k, v in asked.items() if k not in ("results_dir", "train_missing", "device")} | {
         "gain_variant": "attn_only"})
     namespace["seeds"].append(9)  # a notebook that edits its seeds leaves the default alone
-    assert sections.defaults("05_confounds")["seeds"] == list(sections.PAPER_SEEDS)
+    assert parameters.defaults("05_confounds")["seeds"] == list(sections.PAPER_SEEDS)
 
 
 def _asked(monkeypatch, section: str, **given) -> tuple[dict, dict]:
-    """What ``section``'s notebook asks :func:`sections.ensure` for with ``given`` in its
+    """What ``section``'s notebook asks :func:`residual_lib.notebook.ensure` for with ``given`` in its
     namespace, and the namespace afterwards."""
     asked = {}
-    monkeypatch.setattr(sections, "ensure", lambda section, **kw: asked.update(kw))
+    monkeypatch.setattr(notebook, "ensure", lambda section, **kw: asked.update(kw))
     namespace = dict(given)
-    sections.notebook_records(section, namespace)
+    notebook.notebook_records(section, namespace)
     return asked, namespace
 
 
@@ -251,7 +252,7 @@ def test_a_bad_section_parameter_is_one_line_naming_it_its_value_and_the_fix(mon
     with pytest.raises(ValueError) as raised:
         _asked(monkeypatch, section, **{name: value})
     message = str(raised.value)
-    assert isinstance(raised.value, sections.ParameterError)
+    assert isinstance(raised.value, parameters.ParameterError)
     assert "\n" not in message and message.startswith(f"{name} must be "), message
     assert f"got {value!r}: pass -p {name} " in message, message
 
@@ -271,7 +272,7 @@ def test_a_notebook_given_seeds_as_a_raw_string_asks_for_exactly_those_seeds(tmp
 
 @pytest.mark.parametrize("page", [*NOTEBOOKS, ROOT / "book" / "confounds.py"], ids=lambda p: p.stem)
 def test_a_parameters_cell_names_its_sections_parameters_and_retypes_no_default(page):
-    """A parameters cell holds the names :func:`sections.defaults` lists; every default but
+    """A parameters cell holds the names :func:`residual_lib.parameters.defaults` lists; every default but
     the profile and the switches is None there, so the section's defaults are written once."""
     import ast
     import re
@@ -280,6 +281,22 @@ def test_a_parameters_cell_names_its_sections_parameters_and_retypes_no_default(
     cell = re.search(r'^# %% tags=\["parameters"[^\n]*\n(.*?)(?=^# %%)', text, flags=re.M | re.S).group(1)
     values = {node.targets[0].id: ast.literal_eval(node.value) for node in ast.parse(cell).body}
     section = "05_confounds" if page.stem == "confounds" else page.stem
-    assert set(values) == set(sections.defaults(section)), page.name
+    assert set(values) == set(parameters.defaults(section)), page.name
     retyped = {k: v for k, v in values.items() if v is not None and k not in ("profile", "train_missing", "device")}
     assert retyped == {}, f"{page.name} retypes section defaults: {retyped}"
+
+
+@pytest.mark.parametrize("page", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_section_notebooks_parameters_cell_is_the_generated_one(page):
+    text = page.read_text()
+    cell = re.search(r'^# %% tags=\["parameters"[^\n]*\n(.*?)(?=^# %%)', text, flags=re.M | re.S).group(1)
+    assert cell.strip() == parameters.parameters_cell(page.stem)
+
+
+def test_a_parameters_cell_is_rewritten_from_the_sections_defaults(tmp_path):
+    page = tmp_path / "05_confounds.py"
+    page.write_text('# %% [markdown]\n# text\n\n# %% tags=["parameters", "remove-cell"]\nprofile = "cpu"\n'
+                    "gains = [1.0]\n\n# %%\nx = 1\n")
+    assert parameters.sync_parameters_cell(page)
+    assert parameters.parameters_cell("05_confounds") in page.read_text() and "gains = None" in page.read_text()
+    assert page.read_text().endswith("\n\n# %%\nx = 1\n") and not parameters.sync_parameters_cell(page)

@@ -11,7 +11,9 @@ from residual_lib import get_profile, load_curves, load_records
 from residual_lib.model import GPTConfig, ResidualGPT
 from residual_lib.records import read_record
 from residual_lib.runs import Run, RunError
-from residual_lib.train import adamw, lr_at, run, train
+from residual_lib.step import adamw, lr_at
+from residual_lib.store import obtain
+from residual_lib.train import train
 
 # A 40-step smoke run: enough to move the loss, fast enough to run a few times.
 SHORT = get_profile("smoke", max_iters=40, eval_interval=20, log_interval=5)
@@ -82,17 +84,17 @@ def test_record_logs_layer0_and_per_layer_diagnostics(smoke_runs):
 
 
 def test_data_order_depends_on_the_seed_alone(monkeypatch):
-    import residual_lib.train as train_module
+    import residual_lib.state as state_module
 
     seen: dict[str, list] = {}
-    real = train_module.get_batch
+    real = state_module.get_batch
 
     def spy(*args):
         x, y = real(*args)
         seen.setdefault(current, []).append(x)
         return x, y
 
-    monkeypatch.setattr(train_module, "get_batch", spy)
+    monkeypatch.setattr(state_module, "get_batch", spy)
     short = SHORT.override(max_iters=10, eval_interval=10)
     records = {}
     for current in ("full", "ffn_only"):
@@ -110,14 +112,14 @@ def test_full_smoke_run_ends_below_the_unigram_floor():
 
 def test_run_reuses_records_and_writes_atomically(tmp_path):
     profile = SHORT.override(max_iters=10, eval_interval=10)
-    path, trained = run(Run(profile, "no_residual", 7), tmp_path, progress=False)
+    path, trained = obtain([Run(profile, "no_residual", 7)], tmp_path, progress=False)[0]
     assert trained and path.parent == tmp_path / "smoke" and path.name.startswith("no_residual_seed7_")
     before = path.read_bytes()
-    again, trained_again = run(Run(profile, "no_residual", 7), tmp_path, progress=False)
+    again, trained_again = obtain([Run(profile, "no_residual", 7)], tmp_path, progress=False)[0]
     assert again == path and not trained_again and path.read_bytes() == before
     assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == [path.name]  # no temporary files left
     # a different gain or eval mode is a different run
-    other, trained_other = run(Run(profile, "no_residual", 7, gain=2.0), tmp_path, progress=False)
+    other, trained_other = obtain([Run(profile, "no_residual", 7, gain=2.0)], tmp_path, progress=False)[0]
     assert trained_other and other != path
     frame = load_records(tmp_path)
     assert sorted(frame["gain"]) == [1.0, 2.0]
@@ -150,7 +152,8 @@ def test_the_logged_block0_gradient_is_the_norm_over_transformer_h0_alone():
     """Checked against an independent sum over the first block's own parameters, at a logged
     step of the trainer (clipping off, so the gradient the optimiser sees is the logged one)."""
     from residual_lib.data import load_corpus
-    from residual_lib.train import RunState, train_step
+    from residual_lib.state import RunState
+    from residual_lib.train import SingleTrainer
 
     profile = get_profile("smoke", grad_clip=0.0)
     state = RunState(Run(profile, "attn_only", 3), load_corpus("shakespeare_char"), "cpu")
@@ -168,7 +171,9 @@ def test_the_logged_block0_gradient_is_the_norm_over_transformer_h0_alone():
         def zero_grad(self, set_to_none=True):
             state.model.zero_grad(set_to_none=True)
 
-    train_step(state, Probe(), 0, log=True)
+    trainer = SingleTrainer(state)
+    trainer.optimizer = Probe()
+    trainer.step(0, log=True)
     logged = state.train_curve["grad_norm_layer0"][0]
     assert seen["block0"] > 1e-3 and logged == pytest.approx(seen["block0"], rel=1e-5)
     assert state.train_curve["grad_norm_embedding"][0] != pytest.approx(logged, rel=1e-3)  # not the embeddings
@@ -195,7 +200,7 @@ def test_records_carry_the_floor_of_their_evaluation_batches(smoke_runs):
 def test_every_committed_record_keeps_its_key_and_reads_back_its_floor():
     from pathlib import Path
 
-    from residual_lib.records import record_eval_floor
+    from residual_lib.frames import record_eval_floor
 
     files = sorted((Path(__file__).resolve().parents[1] / "results").glob("*/*.json"))
     assert files, "no committed records"

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from residual_lib.records import load_records, read_record, write_record
+from residual_lib.frames import load_records
+from residual_lib.records import read_record, write_record
 from residual_lib.runs import Run
-from residual_lib.train import run
+from residual_lib.store import obtain
 from residual_lib.verify import certificate_path, compare, load_certificates, verify_record
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,7 +29,7 @@ def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def smoke_record(tmp_path_factory) -> Path:
-    path, trained = run(Run("smoke", "full", 3), tmp_path_factory.mktemp("results"), progress=False)
+    path, trained = obtain([Run("smoke", "full", 3)], tmp_path_factory.mktemp("results"), progress=False)[0]
     assert trained
     return path
 

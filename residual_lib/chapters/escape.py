@@ -1,0 +1,217 @@
+"""What chapter 10 finds: when FFNOnly leaves the unigram floor it collapses to in the paper (its escape rate with and
+without dropout, whether a seed's outcome survives a rounding-sized nudge of its initial weights, and the other
+conditions tried) as the tables and sentences ``notebooks/10_ffn_escape.py`` shows."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .. import analysis, escapes, scorecard, verify
+from ..profiles import get_profile
+from ..sections import ESCAPE_INIT_NOISE, ESCAPE_PROFILES, ESCAPE_THRESHOLDS, escape_condition
+
+#: The escape rate's second setting beside the base profile: a condition of :data:`ESCAPE_PROFILES`.
+DROPOUT = "dropout 0.2"
+#: The profiles the chapter's introduction names for its dropout and long-budget conditions.
+DROPOUT_PROFILE, LONG_PROFILE = "cpu-dropout", "cpu-long"
+
+
+def _listing(items) -> str:
+    """``a, b and c``."""
+    items = [str(i) for i in items]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def e_notation(value: float) -> str:
+    """``value`` as the prose writes a small constant, ``1e-6`` rather than Python's ``1e-06``."""
+    mantissa, exponent = f"{value:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def prose_constants(escape_gains) -> dict[str, str]:
+    """The constants the chapter's prose quotes, as Markdown to glue, so that the prose cannot drift from the code:
+    the escape line, the nudge's size and formula, the gains tried, the dropout and step budget of the named profiles
+    and where block 0's gradient is read from."""
+    nudge = e_notation(ESCAPE_INIT_NOISE)
+    return {"escape_line": f"{scorecard.FLOOR_TOL:g}", "escape_nudge": nudge,
+            "escape_nudge_formula": f"`1 + {nudge}·N(0,1)`", "escape_gains": ", ".join(f"{g:g}" for g in escape_gains),
+            "escape_dropout": f"{get_profile(DROPOUT_PROFILE).dropout:g}",
+            "escape_long_steps": f"{get_profile(LONG_PROFILE).max_iters:,}",
+            "escape_layer0_from": f"{analysis.LAYER0_FROM:.0%}"}
+
+
+#: The caption of the escape-distance figure.
+DISTANCES_CAPTION = ("How far below the floor of its evaluation batches every FFNOnly run ends, one point per seed,"
+                     f" without dropout and with {DROPOUT}. The vertical lines are the three thresholds an escape is"
+                     " counted at; points left of 0 end above the floor.")
+
+
+def distances_alt() -> str:
+    """The alt text of the escape-distance figure, which names the lines an escape is counted at."""
+    return ("Strip chart of nats below the floor at the end of training, one row of points per dropout setting, with"
+            f" vertical lines at {_listing(f'{t:g}' for t in ESCAPE_THRESHOLDS)} nats.")
+
+
+def base_conditions(profile: str) -> tuple[str, str]:
+    """The conditions of the central sweep's runs as recorded and of the same seeds with nudged initial weights: the
+    pair that tells a property of the seed from one of rounding."""
+    return (escape_condition(profile, profile, 1.0, 0.0), escape_condition(profile, profile, 1.0, ESCAPE_INIT_NOISE))
+
+
+def label_conditions(runs: pd.DataFrame, profile: str) -> pd.DataFrame:
+    """``runs`` (rows of :func:`escapes.escapes`) with the escape-study condition each belongs to as ``condition``."""
+    return runs.assign(condition=[escape_condition(profile, p, g, n)
+                                  for p, g, n in zip(runs.profile, runs.gain, runs.init_noise)])
+
+
+def condition_order(runs: pd.DataFrame, profile: str) -> list[str]:
+    """The conditions in the order the page shows them: as recorded, nudged, each condition of
+    :data:`ESCAPE_PROFILES` (recorded or not, so that a missing one is named), then the gains, smallest first."""
+    gains = sorted({(g, c) for g, c in zip(runs.gain, runs.condition) if c.startswith("gain")})
+    return [*base_conditions(profile), *ESCAPE_PROFILES.get(profile, {}), *[c for _, c in gains]]
+
+
+def rate_runs(runs: pd.DataFrame, profile: str) -> pd.DataFrame:
+    """The escape rate's runs, the base profile's as recorded and with dropout, with the profile each trains at as
+    ``setting`` (the column :func:`escapes.escape_rates` compares)."""
+    base, _ = base_conditions(profile)
+    return runs[runs.condition.isin([base, DROPOUT])].assign(setting=lambda f: f.profile)
+
+
+def rate_settings(profile: str) -> list[str]:
+    """The escape rate's settings in the order the page shows them: the base profile, then its dropout twin."""
+    return [profile, *[p for c, p in ESCAPE_PROFILES.get(profile, {}).items() if c == DROPOUT]]
+
+
+def rate_table(rates: pd.DataFrame) -> pd.DataFrame:
+    """The escape rates (:func:`escapes.escape_rates`) as the page shows them: the count as ``k of n``, the interval
+    in percent, and Fisher's p when two settings are compared."""
+    columns = ["setting", "threshold", "escapes", "rate", "interval"] + (["fisher_p"] if "fisher_p" in rates else [])
+    if rates.empty:
+        return pd.DataFrame(columns=columns)
+    shown = rates.assign(escapes=[f"{k} of {n}" for k, n in zip(rates.escaped, rates.runs)],
+                         interval=[f"{lo:.0%} to {hi:.0%}" for lo, hi in zip(rates.low, rates.high)])
+    return shown[columns]
+
+
+#: The headers of :func:`rate_table`'s line, interval and test columns.
+RATE_HEADERS = {"threshold": "line (nats below the floor)", "interval": "95% Clopper-Pearson interval",
+                "fisher_p": "Fisher's exact p, dropout vs none"}
+
+
+def condition_counts(runs: pd.DataFrame, order: list[str]) -> pd.DataFrame:
+    """Per condition of ``order`` that has runs: how many, how many escape and the seeds that do."""
+    rows = []
+    for condition in order:
+        part = runs[runs.condition == condition]
+        if len(part):
+            rows.append({"condition": condition, "runs": len(part), "escaped": int(part.escaped.sum()),
+                         "seeds_escaping": ", ".join(str(s) for s in sorted(part.seed[part.escaped]))})
+    return pd.DataFrame(rows, columns=["condition", "runs", "escaped", "seeds_escaping"])
+
+
+def label_curves(curve: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Validation curves (:func:`analysis.curves` of ``runs``) with each run's ``condition`` and ``escaped``, the
+    panel and the colour of the per-condition figure."""
+    return curve.assign(condition=curve["key"].map(dict(zip(runs.key, runs.condition))),
+                        escaped=curve["key"].map(dict(zip(runs.key, runs.escaped))))
+
+
+#: The caption and alt text of the per-condition figure of :func:`label_curves`.
+CURVES_CAPTION = ("FFNOnly's validation loss on the fixed batches, every run, one panel per condition, coloured by"
+                  " whether the run escapes. The dashed line is the floor of those batches; the grey band,"
+                  f' ±{scorecard.FLOOR_TOL} nats around it, counts as "at the floor".')
+CURVES_ALT = ("Small multiple line charts, one per condition, of validation loss in nats against training step for"
+              " each run, with a dashed floor line inside a grey band.")
+
+
+def perturbation_sentences(runs: pd.DataFrame, profile: str) -> list[str]:
+    """Seed or rounding, in sentences: how many seeds change their outcome when their initial weights are nudged;
+    if any does, the escape rate over the recorded and nudged runs taken as draws of one setting, with its
+    Clopper-Pearson interval; and the runs that end between the lowest and highest line, whose outcome depends on
+    where the line is drawn. Empty before a seed has both runs."""
+    base, nudged = base_conditions(profile)
+    both = runs[runs.condition.isin([base, nudged])]
+    if not {base, nudged} <= set(both.condition):
+        return []
+    outcome = both.pivot_table(index="seed", columns="condition", values="escaped", aggfunc="first").dropna()
+    flipped = outcome[outcome[base] != outcome[nudged]]
+    said = [f"Of {len(outcome)} seeds, {len(flipped)} change their outcome when their initial weights are nudged by"
+            " one part in a million" + (f" (seeds {', '.join(str(s) for s in flipped.index)})" if len(flipped) else "")
+            + "."]
+    paired = both[both.seed.isin(outcome.index)]
+    k, n = int(paired.escaped.sum()), len(paired)
+    if len(flipped):
+        rate = escapes.escape_rate(k, n, confidence=0.95)
+        said.append("A seed's outcome is not stable under a perturbation of the size of a few roundings, so whether"
+                    " FFNOnly collapses is a probability, not a property of its seed: treating the recorded and the"
+                    f" nudged runs as draws of one setting, FFNOnly escapes in {k} of {n} runs at {profile}"
+                    f" ({rate['rate']:.0%}; 95% Clopper-Pearson interval {rate['low']:.0%} to {rate['high']:.0%}).")
+    else:
+        said.append(f"Every seed keeps its outcome under the perturbation ({k} of {n} runs escape).")
+    low, high = min(ESCAPE_THRESHOLDS), max(ESCAPE_THRESHOLDS)
+    edge = paired[paired.below_floor.between(low, high)]
+    if len(edge):
+        said.append(f"{len(edge)} of these runs end{'s' if len(edge) == 1 else ''} between the {low}- and {high}-nat"
+                    " lines, so whether they count as escapes depends on where the line is drawn: "
+                    + ", ".join(f"seed {r.seed}{' with nudged weights' if r.init_noise else ''} ends"
+                                f" {r.below_floor:.3f} nats below the floor" for r in edge.itertuples()) + ".")
+    return said
+
+
+def condition_sentence(condition: str, part: pd.DataFrame) -> str:
+    """How many of one condition's runs (``part``) escape, and which seeds: ``Gain 2: 1 of 1 run escapes (seed
+    1337).``"""
+    one = len(part) == 1
+    seeds = sorted(part.seed[part.escaped])
+    listed = f" (seed{'' if len(seeds) == 1 else 's'} {', '.join(str(s) for s in seeds)})" if seeds else ""
+    return (f"{condition.capitalize()}: {int(part.escaped.sum())} of {len(part)} run{'' if one else 's'}"
+            f" escape{'s' if one else ''}{listed}.")
+
+
+def finding(runs: pd.DataFrame, profile: str, order: list[str]) -> str:
+    """The chapter's finding: :func:`perturbation_sentences`, then one :func:`condition_sentence` per other condition
+    of ``order``, naming the conditions of :data:`ESCAPE_PROFILES` not recorded yet."""
+    said = perturbation_sentences(runs, profile)
+    for condition in [c for c in order if c not in base_conditions(profile)]:
+        part = runs[runs.condition == condition]
+        if len(part):
+            said.append(condition_sentence(condition, part))
+        elif condition in ESCAPE_PROFILES.get(profile, {}):
+            said.append(f"{condition.capitalize()}: not recorded yet.")
+    return " ".join(said) if said else "No escape-study records at this profile yet."
+
+
+def verification_text(runs: pd.DataFrame, certificates: pd.DataFrame, profile: str) -> str:
+    """Whether the runs that escape as recorded were retrained by the book's code and matched their records bit for
+    bit (``certificates``: :func:`verify.load_certificates`): an escape that replays is not an artefact of the code
+    version that trained it."""
+    base, _ = base_conditions(profile)
+    escaping = runs[runs.escaped & (runs.condition == base)]
+    return verify.certificates_text(certificates[certificates.key.isin(escaping.key)], escaping)
+
+
+def layer0_by_outcome(layer0: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Block 0's median gradient norm (``layer0``: :func:`analysis.layer0_after` of ``runs``, row for row) per
+    condition and outcome, for the whole block and for each sub-module the records log: where the gradient an
+    escaping run regains flows. Only runs that log every sub-module shown count, so that the columns compare alike."""
+    if layer0.empty:
+        return pd.DataFrame()
+    layer0 = layer0.assign(condition=runs.condition.to_numpy(), escaped=runs.escaped.to_numpy())
+    parts = [c for c in ("median_attn", "median_mlp", "median_ln") if layer0[c].notna().any()]
+    by_outcome = (layer0.dropna(subset=parts) if parts else layer0).groupby(["condition", "escaped"])
+    return by_outcome[["median", *parts]].median().reset_index()
+
+
+def runs_table(runs: pd.DataFrame, order: list[str]) -> pd.DataFrame:
+    """Every run, condition by condition in ``order`` and by seed, with its escape step written out (— when it never
+    leaves the floor for good)."""
+    shown = runs.assign(escape_step=runs.escape_step.map(lambda s: "—" if pd.isna(s) else f"{int(s):,}"),
+                        order=runs.condition.map({c: i for i, c in enumerate(order)}))
+    return shown.sort_values(["order", "seed"])[["condition", "seed", "final_val_loss", "below_floor", "escaped",
+                                                  "escape_step"]]
+
+
+def missing_runs(absent: list) -> pd.DataFrame:
+    """The runs the chapter would show that have no record yet (``records.attrs["missing"]``), one per row."""
+    return pd.DataFrame({"run": [run.label() for run in absent]})

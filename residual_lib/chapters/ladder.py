@@ -1,0 +1,84 @@
+"""What chapter 9 finds: how the AttnOnly / FFNOnly asymmetry moves with model size along a ladder of models trained
+at one budget, as the tables and sentences ``notebooks/09_scale_ladder.py`` shows."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .. import scaling, scorecard
+from ..profiles import get_profile
+
+#: The profile whose training budget the ladder's is compared with: the paper's 10M run as this project reads it.
+PAPER = "paper-10m"
+
+
+def _listing(items) -> str:
+    """``a, b and c``."""
+    items = [str(i) for i in items]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def recipe(rungs) -> dict[str, str]:
+    """The ladder's recipe as the chapter's prose quotes it, as Markdown to glue, so that the prose cannot drift from
+    the profiles: the budget every rung shares (the first rung's), the widths of the rungs below the top, the top
+    rung's shape and the paper's 10M budget."""
+    first, top, paper = get_profile(rungs[0]), get_profile(rungs[-1]), get_profile(PAPER)
+    return {"ladder_context": f"{first.block_size}", "ladder_batch": f"{first.batch_size}",
+            "ladder_steps": f"{first.max_iters:,}", "ladder_dropout": f"{first.dropout:g}",
+            "ladder_widths": _listing(get_profile(r).n_embd for r in rungs[:-1]),
+            "ladder_top_layers": f"{top.n_layer}", "ladder_top_heads": f"{top.n_head}",
+            "ladder_top_width": f"{top.n_embd}", "paper_steps": f"{paper.max_iters:,}",
+            "paper_batch": f"{paper.batch_size}", "paper_context": f"{paper.block_size}"}
+
+
+def token_budget(shape: pd.DataFrame) -> dict[str, str]:
+    """The training tokens of a rung (``shape``: :func:`scaling.ladder_rungs`, smallest rung first), the top rung's
+    tokens per parameter and the paper's 10M run's at the top rung's size, as text to glue: the budget is fixed in
+    tokens, so the larger rungs are trained on far fewer tokens per parameter than the paper's model."""
+    paper = get_profile(PAPER)
+    return {"ladder_tokens": f"{shape.tokens.iloc[0] / 1e6:.1f}M",
+            "ladder_top_tokens_per_param": f"{shape['tokens per parameter'].iloc[-1]:.1f}",
+            "paper_tokens_per_param": f"{paper.max_iters * paper.tokens_per_step / shape.parameters.iloc[-1]:.0f}"}
+
+
+def missing_runs(absent: list) -> pd.DataFrame:
+    """The ladder's runs that have no record yet (``records.attrs["missing"]``), one per row."""
+    return pd.DataFrame({"run": [run.label() for run in absent]})
+
+
+def loss_summary(records: pd.DataFrame) -> pd.DataFrame:
+    """Mean, std (ddof=1) and number of seeds of the final validation loss per rung and variant, smallest rung first."""
+    if records.empty:
+        return pd.DataFrame()
+    summary = records.groupby(["profile", "n_params", "variant"])["final_val_loss"].agg(["mean", "std", "count"])
+    return summary.rename(columns={"count": "seeds"}).reset_index().sort_values(["n_params", "variant"])
+
+
+def gaps(records: pd.DataFrame) -> pd.DataFrame:
+    """The two gaps per rung (:func:`scaling.ladder_gaps`); empty before any rung is recorded."""
+    return scaling.ladder_gaps(records) if len(records) else pd.DataFrame()
+
+
+#: The caption and alt text of the figure of :func:`gaps`.
+GAPS_CAPTION = ("The two gaps against model size, mean ± 1 std over seeds, one panel per gap; each point is labelled"
+                " with its profile and, in brackets, its number of seeds. The dotted line is zero.")
+GAPS_ALT = ("Two stacked charts of a gap in nats against parameter count on a log scale: attn_only minus full, and"
+            " ffn_only minus the floor, with error bars.")
+
+
+def trend(records: pd.DataFrame) -> pd.DataFrame:
+    """Each gap's slope against log10(parameters) over every seed's gap (:func:`scaling.ladder_trend`): the change
+    of the gap per tenfold increase in model size."""
+    points = scaling.ladder_gap_points(records) if len(records) else pd.DataFrame(columns=["gap"])
+    return scaling.ladder_trend(points)
+
+
+def findings(gaps: pd.DataFrame, trend: pd.DataFrame) -> dict[str, str]:
+    """Per gap of :data:`scaling.LADDER_GAPS`, its sentences (:func:`scaling.ladder_text`): its size at the smallest
+    and largest rung, whether FFNOnly stays within ``scorecard.FLOOR_TOL`` of the floor, and its trend with size."""
+    return {gap: scaling.ladder_text(gaps, trend, gap, scorecard.FLOOR_TOL) for gap in scaling.LADDER_GAPS}
+
+
+def bullet_list(texts) -> str:
+    """``texts`` as a Markdown list, one item each."""
+    return "\n".join(f"- {text}" for text in texts)

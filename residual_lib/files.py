@@ -1,0 +1,64 @@
+"""Writing files so that a reader never sees half of one: every record, checkpoint,
+executed notebook and report is written beside its destination and renamed into place."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+#: Free space a results folder must have before a run starts (a record is ~1-5 MB).
+MIN_FREE_BYTES = 64 * 2**20
+
+
+class NotWritableError(RuntimeError):
+    """A folder that cannot take the files about to be written; the message says what to do."""
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write(path: str | os.PathLike, *parts: bytes | str | memoryview) -> Path:
+    """Write ``parts`` one after the other to a temporary file beside ``path`` and rename it
+    into place, with the permissions an ordinary file gets (``mkstemp``'s are owner-only). A
+    write that fails or is interrupted leaves the old file, or none, and no temporary file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            for part in parts:
+                f.write(part.encode() if isinstance(part, str) else part)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def check_writable(folder: str | os.PathLike, option: str = "--results") -> Path:
+    """Fail before training, not after: ``folder`` (or, if it does not exist yet, the nearest
+    folder above it, where it would be created) can be written and has room. Nothing is left
+    behind. ``option`` is the command-line option the message tells the user to change."""
+    folder = Path(folder).absolute()
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    try:
+        if not existing.is_dir():
+            raise NotADirectoryError(20, "not a folder")
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".write-check.", suffix=".tmp"):
+            pass
+    except OSError as exc:
+        raise NotWritableError(f"cannot write run records to {folder} ({exc.strerror or exc.__class__.__name__} at "
+                               f"{existing}): pass {option} a writable folder") from None
+    free = shutil.disk_usage(existing).free
+    if free < MIN_FREE_BYTES:
+        raise NotWritableError(f"only {free / 2**20:.0f} MB free under {existing}: free some space or pass "
+                               f"{option} another folder")
+    return folder

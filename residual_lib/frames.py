@@ -1,0 +1,212 @@
+"""Run records as pandas: one row per record, or one per logged step, and the slices the
+pages and the scorecard read.
+
+**Recipes.** A run whose profile fields were overridden (``train --max-iters 100``) keeps
+the profile's name and folder but is not a run of that profile's recipe: :func:`load_records`
+marks it (``on_recipe`` False, with the fields that differ in ``off_recipe``), and the
+tables and verdicts, which read :func:`residual_lib.sections.controlled` or :func:`recipe_runs`, leave it out and
+name it (:func:`off_recipe`).
+
+Derived columns: the unigram floor of a record's evaluation tokens (for records made before
+it was stored) and their bigram reference are computed from the record's configuration, once
+per evaluation setting in a process; this reads the corpus (:mod:`residual_lib.data`).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from .data import DataError, eval_bigram, eval_floor, load_corpus
+from .profiles import ProfileError, get_profile
+from .records import BadRecordsError, RecordError, validate_record
+
+#: Scalar fields copied into :func:`load_records`' frame, in this order; then ``block_size``
+#: (from the configuration), ``device`` and ``device_name`` (from the provenance), and
+#: ``eval_bigram``, the bigram reference of the run's evaluation tokens (:func:`record_eval_bigram`).
+SCALARS = (
+    "key", "profile", "variant", "seed", "eval_mode", "gain", "deterministic", "replicate", "init_noise",
+    "status", "final_val_loss", "best_val_loss", "unigram_floor", "eval_floor", "n_params", "steps",
+    "wall_seconds", "tokens_per_second",
+)
+DERIVED = ("block_size", "device", "device_name", "eval_bigram", "on_recipe", "off_recipe")
+
+
+def _record_files(path) -> list[Path]:
+    """Record files under ``path`` (a file, a folder searched recursively, or a list of either)."""
+    if isinstance(path, (list, tuple)):
+        return [file for p in path for file in _record_files(p)]
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        return []
+    # not records: executed notebooks, job logs, verification certificates (residual_lib.verify)
+    skip = {"notebooks", "submitit", "verified"}
+    return sorted(p for p in path.rglob("*.json") if not p.name.startswith(".")
+                  and not skip.intersection(p.relative_to(path).parts[:-1]))
+
+
+def _valid_records(path: str | os.PathLike, skip_bad: bool) -> list[tuple[Path, dict]]:
+    """Every record file under ``path`` with its content; bad files raise together
+    (:class:`BadRecordsError`) or, with ``skip_bad``, are reported and left out."""
+    good, bad = [], []
+    for file in _record_files(path):
+        try:
+            good.append((file, validate_record(file)))
+        except RecordError as exc:
+            bad.append(exc)
+    if bad and not skip_bad:
+        single = not isinstance(path, (list, tuple)) and Path(path).is_file()
+        raise bad[0] if len(bad) == 1 and single else BadRecordsError(bad)
+    for exc in bad:
+        print(f"residual_lib: skipped {exc}", file=sys.stderr)
+    return good
+
+
+def load_records(path, skip_bad: bool = False) -> pd.DataFrame:
+    """One row per record found under ``path`` (a file, a directory searched recursively,
+    or a list of files): the scalar fields of :data:`SCALARS` and :data:`DERIVED`, the scalar
+    diagnostics (prefixed ``diag_``), and ``path``. Curves stay in the files; see :func:`load_curves`.
+    Every file is validated: a bad one raises :class:`BadRecordsError` naming each bad
+    file, unless ``skip_bad`` (then they are reported on stderr and left out)."""
+    rows = []
+    for file, rec in _valid_records(path, skip_bad):
+        row = {name: rec.get(name) for name in SCALARS}
+        row["init_noise"] = row["init_noise"] or 0.0  # absent from records made before the field existed
+        row["status"] = row["status"] or "ok"  # schema 1 records predate the field; all of them trained to the end
+        if row["eval_floor"] is None:  # records made before the field existed
+            row["eval_floor"] = record_eval_floor(rec)
+        for name, value in (rec.get("diagnostics") or {}).items():
+            if isinstance(value, (int, float)):
+                row[f"diag_{name}"] = value
+        row["block_size"] = rec["config"]["profile"].get("block_size")
+        row["device"] = rec["provenance"].get("device")
+        row["device_name"] = rec["provenance"].get("device_name")
+        row["eval_bigram"] = record_eval_bigram(rec)
+        row["off_recipe"] = recipe_difference(rec)
+        row["on_recipe"] = not row["off_recipe"]
+        row["path"] = str(file)
+        rows.append(row)
+    columns = [*SCALARS, *DERIVED, "path"]
+    frame = pd.DataFrame(rows) if rows else pd.DataFrame(columns=columns)
+    for name in ("final_val_loss", "best_val_loss"):  # null (a diverged run) reads as NaN
+        frame[name] = pd.to_numeric(frame[name], errors="coerce")
+    return frame.sort_values(["profile", "variant", "seed", "key"], ignore_index=True) if rows else frame
+
+
+def load_curves(path: str | os.PathLike, split: str = "train", skip_bad: bool = False) -> pd.DataFrame:
+    """Tidy frame of one curve family (``train`` or ``val``) across records: one row per
+    (record, step) with the record's ``key``, ``variant``, ``seed``, ``gain``, ``eval_mode``
+    and every scalar series logged at that step."""
+    frames = []
+    for _, rec in _valid_records(path, skip_bad):
+        curve = rec["curves"][split]
+        scalar = {k: v for k, v in curve.items() if v and not isinstance(v[0], (list, dict))}
+        frame = pd.DataFrame(scalar)
+        for name in ("key", "profile", "variant", "seed", "gain", "eval_mode", "replicate", "deterministic"):
+            frame[name] = rec.get(name)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+@functools.lru_cache(maxsize=None)
+def _eval_floor(dataset: str, block_size: int, batch_size: int, eval_iters: int, mode: str) -> float:
+    return eval_floor(load_corpus(dataset), block_size, batch_size, eval_iters, mode)
+
+
+def record_eval_floor(rec: dict) -> float:
+    """The unigram floor on the tokens ``rec``'s losses were measured on (its
+    ``eval_floor``; computed from its configuration for records that predate the field)."""
+    if rec.get("eval_floor") is not None:
+        return float(rec["eval_floor"])
+    config = rec.get("config") or {}
+    prof = config.get("profile") or {}
+    try:
+        return _eval_floor(config["dataset"], prof["block_size"], prof["batch_size"], prof["eval_iters"],
+                           rec.get("eval_mode", "fixed"))
+    except KeyError:
+        return float("nan")
+
+
+@functools.lru_cache(maxsize=None)
+def _eval_bigram(dataset: str, block_size: int, batch_size: int, eval_iters: int, mode: str) -> float:
+    return eval_bigram(load_corpus(dataset), block_size, batch_size, eval_iters, mode)
+
+
+#: The corpora whose bigram reference :func:`record_eval_bigram` computes (the others would
+#: need their BPE corpus loaded, or downloaded, to read a record).
+BIGRAM_DATASETS = ("shakespeare_char",)
+
+
+def record_eval_bigram(rec: dict) -> float:
+    """The bigram reference of the tokens ``rec``'s losses were measured on
+    (:func:`residual_lib.data.eval_bigram`), computed from its configuration once per
+    (dataset, block size, batch size, evaluation batches, evaluation mode) in a process;
+    NaN for a corpus other than :data:`BIGRAM_DATASETS`, an incomplete configuration, or a
+    corpus that cannot be read here (reading records never needs the corpus)."""
+    config = rec.get("config") or {}
+    prof = config.get("profile") or {}
+    try:
+        if config["dataset"] not in BIGRAM_DATASETS:
+            return float("nan")
+        return _eval_bigram(config["dataset"], prof["block_size"], prof["batch_size"], prof["eval_iters"],
+                            rec.get("eval_mode", "fixed"))
+    except (KeyError, DataError):
+        return float("nan")
+
+
+def profile_eval_bigram(profile: str, mode: str = "fixed") -> float:
+    """:func:`record_eval_bigram` of any run of ``profile`` (its variants and seeds share
+    the evaluation batches), without a record: e.g. the paper's 10M setting."""
+    prof = get_profile(profile)
+    return record_eval_bigram({"eval_mode": mode, "config": {"dataset": prof.dataset, "profile": prof.to_dict()}})
+
+
+def summarize(frame: pd.DataFrame, value: str = "final_val_loss", by=("profile", "variant")) -> pd.DataFrame:
+    """Mean, standard deviation (ddof=1), min, max and count of ``value`` per group."""
+    grouped = frame.groupby(list(by))[value]
+    return grouped.agg(["mean", "std", "min", "max", "count"]).reset_index()
+
+
+def recipe_difference(rec: dict) -> str:
+    """The fields in which a record's profile differs from today's profile of its name, as
+    ``"max_iters 100 (profile: 2000)"`` (several joined by ``"; "``); ``""`` for a run of
+    the profile's recipe. A record of a profile this code does not define differs in all."""
+    stored = (rec.get("config") or {}).get("profile") or {}
+    try:
+        named = get_profile(rec["profile"]).to_dict()
+    except ProfileError:
+        return f"profile {rec['profile']!r} is not defined here"
+    return "; ".join(f"{k} {stored.get(k)!r} (profile: {named.get(k)!r})"
+                     for k in sorted(set(stored) | set(named)) if stored.get(k) != named.get(k))
+
+
+def recipe_runs(frame: pd.DataFrame) -> pd.DataFrame:
+    """The runs of ``frame`` made by their profile's recipe (no overridden field)."""
+    return frame[frame.on_recipe.astype(bool)] if "on_recipe" in frame else frame
+
+
+def off_recipe(frame: pd.DataFrame) -> pd.DataFrame:
+    """The runs of ``frame`` whose profile fields were overridden: not part of their profile."""
+    return frame[~frame.on_recipe.astype(bool)] if "on_recipe" in frame else frame.head(0)
+
+
+def off_recipe_lines(frame: pd.DataFrame) -> list[str]:
+    """One line per run of :func:`off_recipe`, naming it and what differs."""
+    return [f"{r.profile} {r.variant} seed {r.seed} (key {r.key}): {r.off_recipe}" for r in off_recipe(frame).itertuples()]
+
+
+def usable(frame: pd.DataFrame) -> pd.DataFrame:
+    """The runs whose numbers statistics may use: every run that trained to the end
+    (``status`` ok); diverged runs are listed by the pages, never averaged."""
+    return frame[frame.status == "ok"] if "status" in frame else frame
+
+
+def diverged(frame: pd.DataFrame) -> pd.DataFrame:
+    """The diverged runs of ``frame``."""
+    return frame[frame.status == "diverged"] if "status" in frame else frame.head(0)

@@ -1,0 +1,53 @@
+"""Where a record came from: the commit of the code that made it and the machine's software,
+without host or user names."""
+
+from __future__ import annotations
+
+import functools
+import platform
+import subprocess
+from pathlib import Path
+
+import torch
+
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", *args], cwd=Path(__file__).resolve().parent, capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+@functools.lru_cache(maxsize=None)
+def code_version() -> tuple[str | None, bool | None]:
+    """(git commit, dirty flag) of this checkout, read once per process. The trainer calls
+    it when a run starts, so a record names the code that was loaded, even if the files
+    change while it trains. ``(None, None)`` outside a git checkout."""
+    sha = _git("rev-parse", "HEAD")
+    status = _git("status", "--porcelain", "--untracked-files=no") if sha else None
+    return sha, (bool(status) if sha else None)
+
+
+def provenance(device: str, deterministic: bool) -> dict:
+    """Where and how a run was made, without host names or user names."""
+    sha, dirty = code_version()
+    if device.startswith("cuda") and torch.cuda.is_available():
+        device_name = torch.cuda.get_device_name(torch.device(device))
+    else:
+        device_name = platform.processor() or platform.machine() or "cpu"
+    return {
+        "git_sha": sha,
+        "git_dirty": dirty,
+        "torch_version": torch.__version__,
+        "python_version": platform.python_version(),
+        "device": device,
+        "device_name": device_name,
+        "cpu_threads": torch.get_num_threads(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "deterministic": deterministic,
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "cudnn_benchmark": torch.backends.cudnn.benchmark,
+    }

@@ -1,0 +1,121 @@
+"""The scale ladder: the two gaps (what removing each residual costs) per rung and seed, and
+their trend per decade of parameters."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .model import GPTConfig, ResidualGPT
+from .profiles import get_profile
+from .tables import p_text, signed
+
+LADDER_GAPS = {
+    "attn_only - full": ("attn_only", "full"),
+    "ffn_only - floor": ("ffn_only", None),
+}
+
+
+def ladder_rungs(records: pd.DataFrame, rungs) -> pd.DataFrame:
+    """One row per rung of the ladder: its shape, parameter count (the full model's), training
+    tokens per run and per parameter, the runs recorded and their median wall time."""
+    rows = []
+    for rung in rungs:
+        p = get_profile(rung)
+        n_params = ResidualGPT(GPTConfig.for_profile(p, "full")).num_params()
+        tokens = p.max_iters * p.tokens_per_step
+        mine = records[records.profile == rung] if len(records) else records
+        rows.append({"profile": rung, "layers": p.n_layer, "width": p.n_embd, "parameters": n_params,
+                     "tokens": tokens, "tokens per parameter": tokens / n_params, "runs recorded": len(mine),
+                     "minutes per run": float(mine.wall_seconds.median()) / 60 if len(mine) else math.nan})
+    return pd.DataFrame(rows)
+
+
+def ladder_gap_points(frame: pd.DataFrame, value: str = "final_val_loss") -> pd.DataFrame:
+    """The scale ladder's two gaps per rung and seed: ``attn_only - full`` (paired by seed:
+    what removing the FFN residual costs) and ``ffn_only - floor`` (how far removing the
+    attention residual leaves the model above the unigram floor of its evaluation batches,
+    ``eval_floor``; negative = below it).
+    A gap needs both of its runs for a seed to count it."""
+    rows = []
+    for profile, runs in frame.groupby("profile"):
+        wide = runs.pivot_table(index="seed", columns="variant", values=value)
+        floor = float(runs["eval_floor"].iloc[0])  # the floor on the tokens the losses are measured on
+        for name, (a, b) in LADDER_GAPS.items():
+            if a not in wide or (b is not None and b not in wide):
+                continue
+            gap = (wide[a] - (floor if b is None else wide[b])).dropna()
+            rows += [{"profile": profile, "n_params": int(runs["n_params"].iloc[0]), "gap": name,
+                      "seed": int(seed), "value": float(v)} for seed, v in gap.items()]
+    return pd.DataFrame(rows, columns=["profile", "n_params", "gap", "seed", "value"])
+
+
+def ladder_gaps(frame: pd.DataFrame, value: str = "final_val_loss") -> pd.DataFrame:
+    """:func:`ladder_gap_points` per (profile, gap): parameter count, mean, std (ddof=1) and
+    number of seeds."""
+    points = ladder_gap_points(frame, value)
+    table = (points.groupby(["profile", "n_params", "gap"])["value"]
+             .agg(mean="mean", std=lambda v: v.std(ddof=1) if len(v) > 1 else float("nan"), seeds="count")
+             .reset_index())
+    table = table[["profile", "n_params", "gap", "mean", "std", "seeds"]]
+    return table.sort_values(["gap", "n_params"], ignore_index=True)
+
+
+def _size(n: float) -> str:
+    return f"{n / 1e6:.2g}M"
+
+
+def ladder_text(gaps: pd.DataFrame, trend: pd.DataFrame, gap: str, floor_tol: float) -> str:
+    """One or two sentences on a ladder gap (:func:`ladder_gaps`, :func:`ladder_trend`):
+    its size at the smallest and largest rung, and its trend with size."""
+    rows = gaps[gaps["gap"] == gap].sort_values("n_params") if len(gaps) else gaps
+    if not len(rows):
+        return "No rung has the runs for this comparison yet."
+    first, last = rows.iloc[0], rows.iloc[-1]
+    seeds = f"{int(rows.seeds.min())}" + (f" to {int(rows.seeds.max())}" if rows.seeds.max() != rows.seeds.min() else "")
+    if gap == "attn_only - full":
+        text = (f"Removing the feed-forward residual costs {first['mean']:.3f} nats at {_size(first.n_params)} "
+                f"parameters and {last['mean']:.3f} at {_size(last.n_params)} (AttnOnly minus Full, paired by seed, "
+                f"{seeds} seeds a rung)")
+    else:
+        off = rows[rows["mean"].abs() > floor_tol]
+        text = ("Without the attention residual the model ends at the floor at every rung "
+                f"(within {rows['mean'].abs().max():.3f} nats of it, {seeds} seeds a rung)" if off.empty else
+                "Without the attention residual the model ends at the floor at some rungs and leaves it at "
+                + ", ".join(f"{_size(r.n_params)} ({-r.mean:.3f} nats below it, mean over seeds)"
+                            for r in off.itertuples()))
+    fit = trend.set_index("gap").loc[gap] if gap in set(trend.gap) else None
+    if fit is None or pd.isna(fit.slope_per_decade):
+        return text + "; too few rungs have records to fit a trend."
+    what = {"no trend distinguishable from zero": "no trend distinguishable from zero",
+            "grows with size": "it grows with size", "shrinks with size": "it shrinks with size"}[fit.trend]
+    return (text + f". Across {int(fit.rungs)} rungs, {what}: {signed(fit.slope_per_decade)} nats per tenfold "
+            f"increase in parameters (95% interval {signed(fit.slope_low)} to {signed(fit.slope_high)}, "
+            f"p = {p_text(float(fit.p))}).")
+
+
+def ladder_trend(points: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
+    """Per gap, the least-squares slope of the per-seed gap against log10(parameters): nats
+    per decade of model size, with its t interval and p-value (scipy ``linregress``), and the
+    ``trend`` it shows: ``grows with size`` or ``shrinks with size`` when the interval
+    excludes 0, ``no trend distinguishable from zero`` when it does not. Needs two rungs and
+    three points; otherwise the slope is NaN and the trend ``too few rungs or seeds``."""
+    rows = []
+    for gap, part in points.groupby("gap", sort=False):
+        x, y = np.log10(part["n_params"].to_numpy(float)), part["value"].to_numpy(float)
+        row = {"gap": gap, "rungs": int(part["profile"].nunique()), "points": len(part),
+               "slope_per_decade": math.nan, "slope_low": math.nan, "slope_high": math.nan, "p": math.nan,
+               "trend": "too few rungs or seeds"}
+        if row["rungs"] >= 2 and len(part) >= 3:
+            fit = stats.linregress(x, y)
+            half = stats.t.ppf(0.5 + confidence / 2, len(part) - 2) * fit.stderr
+            row.update(slope_per_decade=float(fit.slope), slope_low=float(fit.slope - half),
+                       slope_high=float(fit.slope + half), p=float(fit.pvalue))
+            row["trend"] = ("no trend distinguishable from zero" if row["slope_low"] <= 0 <= row["slope_high"]
+                            else "grows with size" if fit.slope > 0 else "shrinks with size")
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["gap", "rungs", "points", "slope_per_decade", "slope_low", "slope_high", "p",
+                                       "trend"])

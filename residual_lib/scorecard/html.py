@@ -1,0 +1,182 @@
+"""The scorecard as HTML: the verdict grid, the claim blocks, the verdict box that opens a
+chapter, and the paper's values for a section."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import pandas as pd
+from IPython.display import HTML
+
+from .. import paper
+from ..profiles import BOOK_PROFILE
+from ..tables import number as fmt
+from ..tables import table
+from .claims import CLAIMS, TITLES
+from .rule import stand_ins
+from .verdicts import build
+
+#: Each verdict's symbol and short label in the verdict grid (a symbol as well as a colour,
+#: so the grid reads without colour too); the CSS classes are ``v-<slug>``.
+GRID_LABELS = {
+    "reproduced": ("✓", "reproduced"),
+    "partly reproduced": ("◐", "partly"),
+    "agrees with the paper's confirmed result": ("✓", "agrees with the confirmed result"),
+    "not reproduced": ("✗", "not reproduced"),
+    "new evidence": ("★", "new evidence"),
+    "not testable here": ("∅", "not testable here"),
+    "inconclusive": ("?", "inconclusive"),
+    "not run at this scale": ("·", "not run at this scale"),
+}
+
+
+def verdict_slug(verdict: str) -> str:
+    return "v-" + "".join(c if c.isalnum() else "-" for c in verdict.lower()).strip("-").replace("--", "-")
+
+
+def grid(table: pd.DataFrame, stand_in: str = BOOK_PROFILE) -> pd.DataFrame:
+    """The verdict grid: one row per claim (its title, in the claims file's order), one
+    column per profile (the stand-in, paper-10m, paper-124m); empty where a claim is not
+    checked at that profile. Where a claim has rows at two scales for one profile (e.g.
+    10M and 124M values of one claim), the first is shown."""
+    columns = [*stand_ins(stand_in), "paper-10m", "paper-124m"]
+    out = table.drop_duplicates(["claim", "profile"]).pivot(index="claim", columns="profile", values="verdict")
+    out = out.reindex(index=list(dict.fromkeys(table.claim)), columns=columns)
+    out.index = [TITLES.get(c, c) for c in out.index]
+    return out
+
+
+def claim_anchor(claim: str) -> str:
+    """The id of a claim's block on the scorecard page."""
+    return "claim-" + claim.replace("_", "-")
+
+
+def badge(verdict: str) -> str:
+    """A verdict as an inline HTML badge: its symbol and label, coloured by verdict."""
+    symbol, label = GRID_LABELS[verdict]
+    return (f'<span class="verdict {verdict_slug(verdict)}" title="{html.escape(verdict)}">'
+            f'<span class="verdict-symbol" aria-hidden="true">{symbol}</span> {html.escape(label)}</span>')
+
+
+def grid_html(frame: pd.DataFrame, link: str = "scorecard.html", fragile_cells: set | None = None) -> str:
+    """:func:`grid` as an HTML table: each cell a symbol and a short label, classed by
+    verdict; each claim links to its block on the scorecard page (``link``). A cell of
+    ``fragile_cells`` (``(claim, profile)`` pairs, :func:`fragile`) is marked: its verdict
+    changes at a plausible value of a threshold."""
+    ids = {title: claim for claim, title in TITLES.items()}
+    fragile_cells = fragile_cells or set()
+    head = "".join(f'<th scope="col">{html.escape(str(c))}</th>' for c in frame.columns)
+    rows = []
+    for claim, verdicts in frame.iterrows():
+        cells = []
+        for profile, verdict in verdicts.items():
+            if not isinstance(verdict, str):
+                cells.append('<td class="verdict-none" title="not a claim at this profile">—</td>')
+                continue
+            symbol, label = GRID_LABELS[verdict]
+            shaky = (ids.get(claim, claim), profile) in fragile_cells
+            mark = ('<span class="verdict-fragile" title="changes at a plausible threshold: see the threshold table">'
+                    ' fragile</span>' if shaky else "")
+            cells.append(f'<td class="verdict {verdict_slug(verdict)}" title="{html.escape(verdict)}">'
+                         f'<span class="verdict-symbol" aria-hidden="true">{symbol}</span>'
+                         f'<span class="verdict-label"> {html.escape(label)}</span>{mark}</td>')
+        name = html.escape(str(claim)).replace("/", "/<wbr>")  # "FFNOnly/AttnOnly" breaks on a phone
+        if claim in ids:
+            name = f'<a href="{link}#{claim_anchor(ids[claim])}">{name}</a>'
+            note = CLAIMS[ids[claim]].note
+            name += f'<span class="claim-note">{html.escape(note)}</span>' if note else ""
+        rows.append(f"<tr><th scope=\"row\">{name}</th>{''.join(cells)}</tr>")
+    return (f'<div class="table-scroll"><table class="verdict-grid" id="verdict-grid"><thead><tr>'
+            f'<th scope="col">claim</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
+
+
+def claims_html(table: pd.DataFrame) -> str:
+    """Every claim of :func:`build` as a block that fits the text column: its title and
+    verdicts (always visible), then, expandable, the paper's statement and values, ours per
+    profile, and the rule. Each block's id is :func:`claim_anchor`."""
+    blocks = []
+    order = {p: i for i, p in enumerate(["paper-10m", "paper-124m"])}
+    for claim, rows in table.groupby("claim", sort=False):
+        rows = rows.sort_values("profile", key=lambda c: c.map(lambda p: order.get(p, -1)), kind="stable")
+        first = rows.iloc[0]  # the small stand-in first: the profile with records
+        verdicts = " ".join(f'<span class="claim-verdict"><span class="claim-profile">{html.escape(r.profile)}'
+                            f"</span> {badge(r.verdict)}</span>" for r in rows.itertuples())
+        per_profile = "".join(
+            f"<tr><th scope=\"row\">{html.escape(r.profile)}</th><td>{badge(r.verdict)}</td>"
+            f"<td>{html.escape(str(r.ours))}</td><td>{html.escape(str(r.seeds))}</td></tr>"
+            for r in rows.itertuples())
+        rule = next((r for r in rows.rule if r), "")
+        note = f"<p><em>About the paper's values:</em> {html.escape(first.paper_note)}</p>" if first.paper_note else ""
+        blocks.append(
+            f'<details class="claim-block" id="{claim_anchor(claim)}">'
+            f'<summary><span class="claim-title">{html.escape(TITLES.get(claim, claim))}</span>'
+            f'<span class="claim-verdicts">{verdicts}</span></summary>'
+            f'<p><em>The paper (section {html.escape(str(first.section))}):</em> {html.escape(first.statement)}</p>'
+            f"<p><em>The paper's values:</em> {html.escape(first.paper)}</p>{note}"
+            f'<div class="table-scroll"><table class="claim-rows"><thead><tr><th scope="col">profile</th>'
+            f'<th scope="col">verdict</th><th scope="col">ours</th><th scope="col">seeds</th></tr></thead>'
+            f"<tbody>{per_profile}</tbody></table></div>"
+            + (f"<p><em>Rule:</em> {html.escape(rule)}</p>" if rule else "") + "</details>")
+    return f'<div class="claim-blocks" id="scorecard-claims">{"".join(blocks)}</div>'
+
+
+def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | None = None):
+    """The box that opens a chapter (an IPython ``HTML`` object): the verdict of each of
+    ``claims`` at the page's profile with what the records show, each linking to its block on
+    the scorecard page, and one line on what the page shows (profile, seeds and number of
+    records). ``records`` are the page's, as :func:`residual_lib.sections.notebook_records`
+    returns them: their ``attrs`` name the profile and the results folder."""
+    profile, results_dir = records.attrs["profile"], records.attrs["results_dir"]
+    table = build(results_dir, stand_in=profile) if table is None else table
+    profiles = stand_ins(profile)
+    rows = table[table.claim.isin(claims) & table.profile.isin(profiles)
+                 & ((table.profile == profile) | (table.verdict != "not run at this scale"))]
+    items = []
+    for claim in claims:
+        for row in rows[rows.claim == claim].itertuples():
+            where = f" <code>{html.escape(row.profile)}</code>" if row.profile != profile else ""
+            items.append(f'<li>{badge(row.verdict)}{where} <a href="../book/scorecard.html#{claim_anchor(claim)}">'
+                         f"{html.escape(TITLES.get(claim, claim))}</a>. {html.escape(str(row.ours))}.</li>")
+    shown = ""
+    left_out = records.attrs.get("diverged") or []
+    if left_out:
+        runs = f"{len(left_out)} run{'s' if len(left_out) > 1 else ''}"
+        shown += (f'<p class="verdict-box-scope"><strong>Left out:</strong> {runs} that diverged '
+                  f"(non-finite loss): {html.escape('; '.join(left_out))}.</p>")
+    if len(records):
+        seed_list = sorted(set(int(x) for x in records.seed))
+        seeds = ("seed " if len(seed_list) == 1 else "seeds ") + ", ".join(map(str, seed_list))
+        n_runs = f"{len(records)} run{'s' if len(records) != 1 else ''}"
+        shown += (f'<p class="verdict-box-scope">This page shows the <code>{html.escape(profile)}</code> profile\'s '
+                 f"records: {n_runs}, {seeds}, read from <code>{html.escape(Path(results_dir).name)}/{html.escape(profile)}/"
+                 f"</code>. The verdict rules and the other profiles are on the "
+                 f'<a href="../book/scorecard.html">scorecard</a>.</p>')
+    title = " and ".join(f"<code>{html.escape(p)}</code>" for p in profiles if (rows.profile == p).any()) or \
+        f"<code>{html.escape(profile)}</code>"
+    return HTML(f'<div class="verdict-box"><p class="verdict-box-title">Verdicts at {title}'
+                f'</p><ul>{"".join(items)}</ul>{shown}</div>')
+
+
+def section_view(number: int | str) -> HTML:
+    """The paper's values for one section as the book shows them, in one expandable block
+    (the chapter's results come first): a compact table (claim, scale, variant, quantity,
+    value ± std, seeds), then each claim's statement and what the summary leaves unstated.
+    Labelled as the paper's."""
+    rows = paper.section(number)
+    shown = rows.assign(
+        claim=rows.claim.map(lambda c: TITLES.get(c, c)),
+        value=[fmt(v) + ("" if pd.isna(s) else f" ± {fmt(s)}") for v, s in zip(rows["paper's value"],
+                                                                             rows["paper's std"])])
+    values = table(shown[["claim", "scale", "variant", "quantity", "value", "seeds"]],
+                   headers={"value": "the paper's value"}, caption=f"The paper's values, section {number}")
+    items = []
+    for claim, part in rows.groupby("claim", sort=False):
+        notes = " ".join(dict.fromkeys(n for n in part["about the value"] if isinstance(n, str) and n))
+        items.append(f"<li><strong>{html.escape(TITLES.get(claim, claim))}</strong>: "
+                     f"{html.escape(part.statement.iloc[0])}"
+                     + (f" <em>{html.escape(notes)}</em>" if notes else "") + "</li>")
+    statements = "".join(items)
+    return HTML(f'<details class="paper-values"><summary>The paper\'s values for section {number} '
+                f"({len(rows)} reported values) and its statements</summary>"
+                f'<div class="table-scroll">{values.to_html()}</div><ul>{statements}</ul></details>')

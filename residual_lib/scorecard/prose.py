@@ -1,0 +1,90 @@
+"""The scorecard in sentences: the book's headline and the count of verdicts at a profile."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..frames import usable
+from ..profiles import BOOK_PROFILE
+from ..sections import controlled
+from . import limits
+from .rule import PAPER_SCALE, VERDICTS, stand_ins
+
+_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
+
+
+def _word(n: int) -> str:
+    return _WORDS[n] if 0 <= n < len(_WORDS) else f"{n:,}"
+
+
+#: How the count sentence names each verdict (singular, plural).
+_COUNTED = {
+    "reproduced": ("is reproduced", "are reproduced"),
+    "partly reproduced": ("holds in part", "hold in part"),
+    "agrees with the paper's confirmed result": ("agrees with the paper's confirmed result instead of its anomaly",
+                                                 "agree with the paper's confirmed results instead of its anomalies"),
+    "not reproduced": ("is not reproduced", "are not reproduced"),
+    "new evidence": ("is new evidence on a question the paper left open",
+                     "are new evidence on questions the paper left open"),
+    "not testable here": ("cannot be tested with these records", "cannot be tested with these records"),
+    "inconclusive": ("is an absolute number of the paper's model, which a smaller stand-in cannot check",
+                     "are absolute numbers of the paper's model, which a smaller stand-in cannot check"),
+}
+
+
+def count_sentence(table: pd.DataFrame, profile: str) -> str:
+    """The verdicts at ``profile`` in a sentence: how many claims it checks and what became of them."""
+    checked = table[(table.profile == profile) & (table.verdict != "not run at this scale")]
+    claims = table.claim.nunique()
+    counts = checked.drop_duplicates("claim").verdict.value_counts()
+    parts = [f"{_word(int(counts[v]))} {_COUNTED[v][int(counts[v]) > 1]}" for v in VERDICTS if v in counts]
+    if not parts:
+        return f"None of the {claims} claims has records at `{profile}` yet."
+    listed = parts[0] if len(parts) == 1 else "; ".join(parts[:-1]) + "; and " + parts[-1]
+    n = checked.claim.nunique()
+    return (f"Of the paper's {claims} claims, {_word(n)} can be checked at `{profile}`"
+            + (f" (the other {_word(claims - n)} are about models this profile does not train)" if claims > n else "")
+            + f": {listed}.")
+
+
+def headline(table: pd.DataFrame, records: pd.DataFrame, stand_in: str = BOOK_PROFILE) -> str:
+    """The book's outcome in plain words, from the scorecard and the records: the paper's
+    central claim, whether the asymmetry held at the stand-in (with its numbers), whether
+    FFNOnly collapsed in every seed (with and without dropout), and what waits for a GPU."""
+    rows = table.set_index(["claim", "profile"])
+    central = controlled(usable(records[records.profile == stand_in]))
+    means = central.groupby("variant")["final_val_loss"].mean()
+    sizes = central[central.variant == "full"]["n_params"]
+    text = ("The paper's central claim is an asymmetry: without its attention residual (FFNOnly) a Pre-LN "
+            "transformer collapses to the loss of a model that ignores its input, while without its feed-forward "
+            "residual (AttnOnly) it still learns.")
+    verdict = rows.verdict.get(("asymmetry_10m", stand_in))
+    if verdict and verdict != "not run at this scale" and {"attn_only", "ffn_only"} <= set(means.index):
+        size = f"a {sizes.max() / 1e6:.2g}M-parameter stand-in" if len(sizes) else "a small stand-in"
+        floor = float(central.eval_floor.iloc[0])
+        held = {"reproduced": "holds in every seed", "partly reproduced": "holds in some seeds only",
+                "not reproduced": "does not hold"}.get(verdict, "cannot be decided yet")
+        text += (f" On {size} trained on two CPU cores it {held}: AttnOnly ends at {means['attn_only']:.3f} nats "
+                 f"and FFNOnly at {means['ffn_only']:.3f}, against a floor of {floor:.3f}.")
+    collapse = []
+    for profile in stand_ins(stand_in):
+        row = rows.loc[("ffn_collapse_10m", profile)] if ("ffn_collapse_10m", profile) in rows.index else None
+        if row is None or row.verdict == "not run at this scale":
+            continue
+        ffn = controlled(usable(records[records.profile == profile]))
+        ffn = ffn[ffn.variant == "ffn_only"]
+        k = int(((ffn.eval_floor - ffn.final_val_loss) > limits.FLOOR_TOL).sum())
+        setting = "without dropout" if profile == stand_in else "with dropout 0.2"
+        collapse.append((setting, k, len(ffn)))
+    if collapse:
+        if any(k for _, k, _ in collapse):
+            text += (" What does not hold as stated is that FFNOnly collapses in every seed: it leaves the floor in "
+                     + " and ".join(f"{k} of {n} seeds {setting}" for setting, k, n in collapse) + ".")
+        else:
+            text += (" FFNOnly stays at the floor in every seed ("
+                     + " and ".join(f"{n} seeds {setting}" for setting, k, n in collapse) + ").")
+    missing = [p for p in PAPER_SCALE if not (records.profile == p).any()]
+    if missing:
+        text += (" The paper's own 10M and 124M runs wait for a GPU, so its absolute numbers are not checked yet."
+                 if len(missing) == 2 else f" The `{missing[0]}` runs wait for a GPU.")
+    return text

@@ -1,0 +1,48 @@
+"""Chapter 5's findings: the runtime-gain sentence and the evaluation-noise table."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from residual_lib.chapters import confounds
+
+
+def _gain_runs() -> pd.DataFrame:
+    return pd.DataFrame({"gain": [4.0, 0.5, 1.0], "final_val_loss": [1.62, 1.60, 1.6123],
+                         "best_val_loss": [1.61, 1.59, 1.60], "steps": 2000, "seed": 1337})
+
+
+def test_the_gain_table_is_indexed_by_increasing_gain():
+    table = confounds.gain_table(_gain_runs())
+    assert table.index.tolist() == [0.5, 1.0, 4.0]
+    assert table.columns.tolist() == ["final_val_loss", "best_val_loss"]
+    assert table.loc[4.0, "final_val_loss"] == 1.62
+
+
+def test_the_gain_finding_says_from_which_step_the_curves_merge():
+    text = confounds.gain_finding(_gain_runs(), 1170, tolerance=0.05)
+    assert text == ("The training-loss spread across gains stays below 0.05 nats from step 1,170 of 2,000; the"
+                    " final validation losses differ by 0.0200 nats.")
+
+
+def test_the_gain_finding_says_when_the_curves_never_merge():
+    text = confounds.gain_finding(_gain_runs(), None, tolerance=0.01)
+    assert text == ("The spread across gains never stays below 0.01 nats; the final validation losses differ by"
+                    " 0.0200 nats.")
+
+
+def test_the_gain_caption_names_the_variant_seed_and_tolerance():
+    caption = confounds.gain_caption("attn_only", 42, tolerance=0.05)
+    assert caption.startswith("Training loss of `attn_only` (seed 42) with a constant gain g")
+    assert caption.endswith("(bottom; the dashed line is the 0.05-nat tolerance).")
+
+
+def test_the_noise_table_gives_the_spread_and_the_largest_deviation_per_variant():
+    estimates = pd.DataFrame({"variant": ["ffn_only", "ffn_only", "full", "full", "full"],
+                              "deviation": [0.01, -0.03, 0.02, -0.02, 0.0]})
+    noise = confounds.noise_table(estimates)
+    assert noise.index.tolist() == ["full", "ffn_only"]  # the variants' canonical order
+    assert noise.columns.tolist() == ["std", "max |deviation| (nats)"]
+    assert noise.loc["ffn_only", "max |deviation| (nats)"] == pytest.approx(0.03)  # the negative one
+    assert noise.loc["full", "std"] == pytest.approx(0.02)

@@ -1,0 +1,180 @@
+"""Chapter 10's findings on hand-built runs: the conditions, the escape-rate table, the seed-or-rounding sentences
+and the tables the page shows."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+from scipy import stats
+
+from residual_lib.chapters import escape
+from residual_lib.runs import Run
+
+BASE, NUDGED = "as recorded (central sweep)", "initial weights nudged by 1×10⁻⁶"
+
+
+def runs_frame(rows) -> pd.DataFrame:
+    """Rows of :func:`residual_lib.escapes.escapes` from ``(profile, seed, gain, init_noise, below_floor)``: a run escapes when it
+    ends more than 0.05 nats below the floor, and does so from step 1,200."""
+    frame = pd.DataFrame(rows, columns=["profile", "seed", "gain", "init_noise", "below_floor"])
+    return frame.assign(key=[f"k{i}" for i in range(len(frame))], final_val_loss=3.3 - frame.below_floor,
+                        escaped=frame.below_floor > 0.05,
+                        escape_step=[1200 if b > 0.05 else None for b in frame.below_floor])
+
+
+def labelled(rows, profile: str = "cpu") -> pd.DataFrame:
+    return escape.label_conditions(runs_frame(rows), profile)
+
+
+def test_prose_constants_are_the_codes_constants_as_the_prose_writes_them():
+    assert escape.e_notation(1e-6) == "1e-6" and escape.e_notation(3e-5) == "3e-5"
+    assert escape.prose_constants([0.5, 2.0, 4.0]) == {
+        "escape_line": "0.05", "escape_nudge": "1e-6", "escape_nudge_formula": "`1 + 1e-6·N(0,1)`",
+        "escape_gains": "0.5, 2, 4", "escape_dropout": "0.2", "escape_long_steps": "6,000", "escape_layer0_from": "6%"}
+    assert escape.distances_alt().endswith("vertical lines at 0.02, 0.05 and 0.1 nats.")
+
+
+def test_conditions_are_named_and_ordered_gains_by_value():
+    runs = labelled([("cpu", 1, 4.0, 0.0, 0), ("cpu", 1, 1.0, 0.0, 0), ("cpu-long", 1, 1.0, 0.0, 0),
+                     ("cpu", 1, 10.0, 0.0, 0), ("cpu", 1, 1.0, 1e-6, 0), ("cpu-dropout", 1, 1.0, 0.0, 0),
+                     ("cpu", 1, 0.5, 0.0, 0), ("cpu", 2, 4.0, 0.0, 0)])
+    assert list(runs.condition) == ["gain 4", BASE, "6,000 steps", "gain 10", NUDGED, "dropout 0.2", "gain 0.5",
+                                    "gain 4"]
+    # the profiles' conditions are listed before any is recorded, so that a missing one is named
+    assert escape.condition_order(runs.head(0), "cpu") == [BASE, NUDGED, "dropout 0.2", "6,000 steps"]
+    assert escape.condition_order(runs, "cpu") == [BASE, NUDGED, "dropout 0.2", "6,000 steps", "gain 0.5", "gain 4",
+                                                   "gain 10"]
+    assert escape.condition_order(runs.head(0), "paper-10m")[2:] == []
+
+
+def test_the_escape_rate_compares_the_base_profile_with_its_dropout_twin():
+    runs = labelled([("cpu", 1, 1.0, 0.0, 0.1), ("cpu", 1, 1.0, 1e-6, 0.1), ("cpu-dropout", 1, 1.0, 0.0, 0),
+                     ("cpu-long", 1, 1.0, 0.0, 0.1), ("cpu", 1, 2.0, 0.0, 0.1)])
+    rate = escape.rate_runs(runs, "cpu")
+    assert list(rate.setting) == ["cpu", "cpu-dropout"] and list(rate.condition) == [BASE, "dropout 0.2"]
+    assert escape.rate_settings("cpu") == ["cpu", "cpu-dropout"] and escape.rate_settings("paper-10m") == ["paper-10m"]
+
+
+def test_rate_table_writes_counts_and_percent_intervals_and_keeps_fishers_p_only_for_two_settings():
+    rates = pd.DataFrame({"setting": ["cpu", "cpu-dropout"], "threshold": [0.05, 0.05], "escaped": [2, 0],
+                          "runs": [5, 5], "rate": [0.4, 0.0], "low": [0.0527, 0.0], "high": [0.853, 0.522],
+                          "fisher_p": [0.444, 0.444]})
+    table = escape.rate_table(rates)
+    assert list(table.columns) == ["setting", "threshold", "escapes", "rate", "interval", "fisher_p"]
+    assert list(table.escapes) == ["2 of 5", "0 of 5"] and list(table.interval) == ["5% to 85%", "0% to 52%"]
+    one = escape.rate_table(rates.head(1).drop(columns="fisher_p"))
+    assert list(one.columns) == ["setting", "threshold", "escapes", "rate", "interval"]
+    assert escape.rate_table(pd.DataFrame()).empty
+
+
+def test_condition_counts_follow_the_order_and_list_the_escaping_seeds_sorted():
+    runs = labelled([("cpu", 42, 1.0, 0.0, 0.1), ("cpu", 7, 1.0, 0.0, 0.2), ("cpu", 8, 1.0, 0.0, 0.0),
+                     ("cpu-dropout", 7, 1.0, 0.0, 0.0)])
+    counts = escape.condition_counts(runs, ["dropout 0.2", BASE, "6,000 steps"])
+    assert counts.to_dict("list") == {"condition": ["dropout 0.2", BASE], "runs": [1, 3], "escaped": [0, 2],
+                                      "seeds_escaping": ["", "7, 42"]}
+
+
+def test_label_curves_gives_every_logged_step_its_runs_condition_and_outcome():
+    runs = labelled([("cpu", 1, 1.0, 0.0, 0.1), ("cpu-dropout", 1, 1.0, 0.0, 0.0)])
+    curve = pd.DataFrame({"key": ["k0", "k0", "k1"], "step": [0, 100, 0], "loss": [4.0, 3.2, 4.0]})
+    labelled_curve = escape.label_curves(curve, runs)
+    assert list(labelled_curve.condition) == [BASE, BASE, "dropout 0.2"]
+    assert list(labelled_curve.escaped) == [True, True, False]
+
+
+def test_perturbation_sentences_need_both_runs_of_a_seed():
+    assert escape.perturbation_sentences(labelled([("cpu", 1, 1.0, 0.0, 0.1)]), "cpu") == []
+    assert escape.perturbation_sentences(labelled([]), "cpu") == []
+
+
+def test_a_flipped_seed_makes_the_outcome_a_probability_with_its_clopper_pearson_interval():
+    runs = labelled([("cpu", 42, 1.0, 0.0, 0.2), ("cpu", 42, 1.0, 1e-6, 0.0), ("cpu", 7, 1.0, 0.0, 0.0),
+                     ("cpu", 7, 1.0, 1e-6, 0.0), ("cpu", 123, 1.0, 0.0, 0.0), ("cpu", 123, 1.0, 1e-6, 0.3),
+                     ("cpu", 9, 1.0, 0.0, 0.0)])  # seed 9 has no nudged run: not counted
+    said = escape.perturbation_sentences(runs, "cpu")
+    assert said[0] == ("Of 3 seeds, 2 change their outcome when their initial weights are nudged by one part in a"
+                       " million (seeds 42, 123).")
+    ci = stats.binomtest(2, 6).proportion_ci(0.95, method="exact")
+    assert f"FFNOnly escapes in 2 of 6 runs at cpu (33%; 95% Clopper-Pearson interval {ci.low:.0%} to {ci.high:.0%})." \
+        in said[1]
+    assert len(said) == 2  # no run ends between the lines
+
+
+def test_stable_seeds_and_runs_between_the_lines_are_said_so():
+    runs = labelled([("cpu", 8, 1.0, 0.0, 0.0), ("cpu", 8, 1.0, 1e-6, 0.03), ("cpu", 42, 1.0, 0.0, 0.2),
+                     ("cpu", 42, 1.0, 1e-6, 0.2)])
+    said = escape.perturbation_sentences(runs, "cpu")
+    assert said[:2] == ["Of 2 seeds, 0 change their outcome when their initial weights are nudged by one part in a"
+                        " million.", "Every seed keeps its outcome under the perturbation (2 of 4 runs escape)."]
+    assert said[2] == ("1 of these runs ends between the 0.02- and 0.1-nat lines, so whether they count as escapes"
+                       " depends on where the line is drawn: seed 8 with nudged weights ends 0.030 nats below the"
+                       " floor.")
+    runs.loc[runs.seed == 42, "below_floor"] = 0.08
+    assert escape.perturbation_sentences(runs, "cpu")[2].startswith("3 of these runs end between")
+
+
+def test_condition_sentence_counts_runs_in_the_singular_and_the_plural():
+    one = labelled([("cpu", 1337, 2.0, 0.0, 0.1)])
+    assert escape.condition_sentence("gain 2", one) == "Gain 2: 1 of 1 run escapes (seed 1337)."
+    three = labelled([("cpu-dropout", 42, 1.0, 0.0, 0.1), ("cpu-dropout", 7, 1.0, 0.0, 0.1),
+                      ("cpu-dropout", 8, 1.0, 0.0, 0.0)])
+    assert escape.condition_sentence("dropout 0.2", three) == "Dropout 0.2: 2 of 3 runs escape (seeds 7, 42)."
+    assert escape.condition_sentence("dropout 0.2", three[three.seed == 8]) == "Dropout 0.2: 0 of 1 run escapes."
+
+
+def test_the_finding_names_unrecorded_profiles_but_not_unrecorded_gains():
+    runs = labelled([("cpu", 1, 1.0, 0.0, 0.1), ("cpu-dropout", 1, 1.0, 0.0, 0.0), ("cpu", 1, 2.0, 0.0, 0.0)])
+    text = escape.finding(runs, "cpu", escape.condition_order(runs, "cpu") + ["gain 4"])
+    assert text == "Dropout 0.2: 0 of 1 run escapes. 6,000 steps: not recorded yet. Gain 2: 0 of 1 run escapes."
+    assert escape.finding(labelled([]), "paper-10m", [BASE, NUDGED]) == "No escape-study records at this profile yet."
+
+
+def test_verification_covers_the_runs_that_escape_as_recorded_only():
+    runs = labelled([("cpu", 42, 1.0, 0.0, 0.1), ("cpu", 123, 1.0, 0.0, 0.1), ("cpu", 7, 1.0, 0.0, 0.0),
+                     ("cpu", 1337, 2.0, 0.0, 0.1)])
+    certificates = pd.DataFrame([{"key": key, "profile": "cpu", "variant": "ffn_only", "seed": seed,
+                                  "record_commit": "8e2290fabc", "rerun_commit": "54b7525def", "equal": True,
+                                  "final_val_loss": 3.253, "n_fields_compared": 18, "difference_field": None}
+                                 for key, seed in (("k0", 42), ("k3", 1337))])
+    text = escape.verification_text(runs, certificates, "cpu")
+    assert text.startswith("FFNOnly seed 42 (`cpu`, final loss 3.253), recorded at commit 8e2290f and retrained at"
+                           " commit 54b7525, is bitwise equal to its record in all 18 fields compared.")
+    assert "Not retrained yet: seed 123 " in text and "1337" not in text
+    assert escape.verification_text(runs[runs.seed == 7], certificates, "cpu").startswith("No run escapes")
+
+
+def test_layer0_by_outcome_compares_only_runs_that_log_every_sub_module_shown():
+    runs = labelled([("cpu", 1, 1.0, 0.0, 0.1), ("cpu", 2, 1.0, 0.0, 0.0), ("cpu", 3, 1.0, 0.0, 0.0),
+                     ("cpu-dropout", 1, 1.0, 0.0, 0.0)])
+    nan = math.nan
+    layer0 = pd.DataFrame({"median": [1.0, 2.0, 4.0, 8.0], "median_attn": [0.1, 0.2, nan, 0.8],
+                           "median_mlp": [0.3, 0.4, nan, 0.6], "median_ln": [nan] * 4})
+    table = escape.layer0_by_outcome(layer0, runs)
+    assert list(table.columns) == ["condition", "escaped", "median", "median_attn", "median_mlp"]
+    assert table.values.tolist() == [[BASE, False, 2.0, 0.2, 0.4], [BASE, True, 1.0, 0.1, 0.3],
+                                     ["dropout 0.2", False, 8.0, 0.8, 0.6]]  # seed 3 logs no sub-module
+    bare = escape.layer0_by_outcome(layer0.assign(median_attn=nan, median_mlp=nan), runs)
+    assert bare[bare.condition == BASE]["median"].tolist() == [3.0, 1.0]  # whole block only: every run counts
+    assert escape.layer0_by_outcome(pd.DataFrame(), runs.head(0)).empty
+
+
+def test_runs_table_sorts_by_condition_then_seed_and_writes_the_escape_step():
+    runs = labelled([("cpu-dropout", 1, 1.0, 0.0, 0.0), ("cpu", 42, 1.0, 0.0, 0.1), ("cpu", 7, 1.0, 0.0, 0.0)])
+    table = escape.runs_table(runs, [BASE, NUDGED, "dropout 0.2"])
+    assert list(table.columns) == ["condition", "seed", "final_val_loss", "below_floor", "escaped", "escape_step"]
+    assert list(zip(table.condition, table.seed, table.escape_step)) == [(BASE, 7, "—"), (BASE, 42, "1,200"),
+                                                                         ("dropout 0.2", 1, "—")]
+
+
+def test_missing_runs_lists_one_label_per_row():
+    absent = [Run("cpu", "ffn_only", 1), Run("cpu-dropout", "ffn_only", 1)]
+    assert escape.missing_runs(absent).to_dict("list") == {"run": ["cpu ffn_only seed 1",
+                                                                   "cpu-dropout ffn_only seed 1"]}
+
+
+@pytest.mark.parametrize("profile", ["cpu", "smoke"])
+def test_base_conditions_are_the_recorded_and_the_nudged_runs_at_every_profile(profile):
+    assert escape.base_conditions(profile) == (BASE, NUDGED)

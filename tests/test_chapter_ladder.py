@@ -1,0 +1,84 @@
+"""Chapter 9's findings on hand-built records: the recipe the prose quotes, the token budget, the loss summary, the
+gaps, their trend and the sentences on them."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from residual_lib.chapters import ladder
+from residual_lib.profiles import ladder as rungs_of
+from residual_lib.runs import Run
+
+FLOOR = 3.3
+
+
+def records_frame(losses) -> pd.DataFrame:
+    """Records from ``{(profile, n_params): {variant: [loss per seed]}}``, seeds 1, 2, ... and one floor."""
+    rows = [{"profile": profile, "n_params": n_params, "variant": variant, "seed": seed,
+             "final_val_loss": loss, "eval_floor": FLOOR}
+            for (profile, n_params), variants in losses.items() for variant, per_seed in variants.items()
+            for seed, loss in enumerate(per_seed, start=1)]
+    return pd.DataFrame(rows)
+
+
+def test_recipe_quotes_the_ladders_budget_widths_top_shape_and_the_papers_budget():
+    assert ladder.recipe(rungs_of("cpu")) == {
+        "ladder_context": "64", "ladder_batch": "32", "ladder_steps": "2,000", "ladder_dropout": "0",
+        "ladder_widths": "48, 80, 128 and 256", "ladder_top_layers": "6", "ladder_top_heads": "6",
+        "ladder_top_width": "384", "paper_steps": "5,000", "paper_batch": "64", "paper_context": "256"}
+    assert ladder.recipe(rungs_of("smoke"))["ladder_widths"] == "12 and 20"
+
+
+def test_token_budget_reads_the_first_rungs_tokens_and_the_top_rungs_size():
+    shape = pd.DataFrame({"profile": ["small", "top"], "parameters": [100_000, 10_000_000],
+                          "tokens": [4_096_000, 4_096_000], "tokens per parameter": [40.96, 0.4096]})
+    # the paper's 10M run: 5,000 steps of 64 x 256 tokens over the top rung's 10M parameters
+    assert ladder.token_budget(shape) == {"ladder_tokens": "4.1M", "ladder_top_tokens_per_param": "0.4",
+                                          "paper_tokens_per_param": "8"}
+
+
+def test_missing_runs_lists_one_label_per_row():
+    absent = [Run("ladder-3m", "full", 1337), Run("ladder-10m", "ffn_only", 42)]
+    assert ladder.missing_runs(absent).to_dict("list") == {"run": ["ladder-3m full seed 1337",
+                                                                   "ladder-10m ffn_only seed 42"]}
+
+
+def test_loss_summary_gives_mean_std_and_seeds_smallest_rung_first():
+    records = records_frame({("big", 2000): {"full": [1.0, 3.0]}, ("small", 100): {"full": [2.0], "attn_only": [4.0]}})
+    summary = ladder.loss_summary(records)
+    assert list(summary.columns) == ["profile", "n_params", "variant", "mean", "std", "seeds"]
+    assert list(zip(summary.profile, summary.variant, summary["mean"], summary.seeds)) == [
+        ("small", "attn_only", 4.0, 1), ("small", "full", 2.0, 1), ("big", "full", 2.0, 2)]
+    assert summary["std"].iloc[-1] == 2 ** 0.5
+    assert ladder.loss_summary(records.head(0)).empty
+
+
+def test_gaps_and_trend_are_empty_before_any_rung_is_recorded():
+    empty = records_frame({})
+    assert ladder.gaps(empty).empty and ladder.trend(empty).empty
+
+
+def test_findings_say_where_ffn_only_leaves_the_floor_and_the_trend_per_gap():
+    records = records_frame({
+        ("small", 100_000): {"full": [3.0, 3.0], "attn_only": [3.1, 3.12], "ffn_only": [3.3, 3.31]},
+        ("big", 1_000_000): {"full": [2.5, 2.5], "attn_only": [2.7, 2.72], "ffn_only": [3.1, 3.14]}})
+    gaps = ladder.gaps(records)
+    trend = ladder.trend(records)
+    assert set(trend.gap) == {"attn_only - full", "ffn_only - floor"} and (trend.rungs == 2).all()
+    findings = ladder.findings(gaps, trend)
+    assert list(findings) == ["attn_only - full", "ffn_only - floor"]
+    assert findings["attn_only - full"].startswith("Removing the feed-forward residual costs 0.110 nats at 0.1M"
+                                                   " parameters and 0.210 at 1M")
+    # FFNOnly ends within 0.05 nats of the floor at the small rung and 0.18 below it at the big one
+    assert findings["ffn_only - floor"].startswith("Without the attention residual the model ends at the floor at"
+                                                   " some rungs and leaves it at 1M (0.180 nats below it")
+    assert "nats per tenfold increase in parameters" in findings["ffn_only - floor"]
+    at_floor = records.assign(final_val_loss=records.final_val_loss.where(records.variant != "ffn_only", FLOOR + 0.01))
+    assert "ends at the floor at every rung (within 0.010 nats of it" in \
+        ladder.findings(ladder.gaps(at_floor), ladder.trend(at_floor))["ffn_only - floor"]
+    nothing = ladder.findings(ladder.gaps(records.head(0)), ladder.trend(records.head(0)))
+    assert set(nothing.values()) == {"No rung has the runs for this comparison yet."}
+
+
+def test_bullet_list_puts_each_text_on_a_markdown_item():
+    assert ladder.bullet_list(["One.", "Two."]) == "- One.\n- Two."

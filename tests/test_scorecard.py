@@ -460,3 +460,17 @@ def test_a_stray_overridden_run_is_named_and_changes_no_verdict(tmp_path):
     note = scorecard.scale_note(tmp_path)
     assert f"cpu attn_only seed 1 (key {key}): max_iters 100 (profile: 2000)" in note
     assert "not part of its profile" in note
+
+
+def test_the_verdict_box_counts_each_profiles_runs_on_its_own(tmp_path):
+    from residual_lib.frames import load_records
+
+    central(tmp_path, "cpu", attn=1.8, ffn=3.34, seeds=(1, 2, 3))
+    for seed in range(1, 9):
+        fake_record(tmp_path, "cpu-dropout", "ffn_only", seed, 3.34)
+    records = load_records(tmp_path)
+    records.attrs.update(profile="cpu", results_dir=str(tmp_path))
+    html = scorecard.verdict_box(["ffn_collapse_10m"], records).data
+    scope = html[html.index('class="verdict-box-scope"'):]
+    assert "12 runs at <code>cpu</code> (seeds 1, 2, 3) and 8 runs at <code>cpu-dropout</code> (8 seeds)" in scope
+    assert f"read from <code>{tmp_path.name}/</code>" in scope

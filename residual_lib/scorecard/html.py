@@ -121,11 +121,26 @@ def claims_html(table: pd.DataFrame) -> str:
     return f'<div class="claim-blocks" id="scorecard-claims">{"".join(blocks)}</div>'
 
 
+def _runs(frame: pd.DataFrame) -> str:
+    return f"{len(frame)} run{'s' if len(frame) != 1 else ''}"
+
+
+def _seed_list(seeds) -> str:
+    """The seeds of a page's runs: listed when there are a few, counted when there are many."""
+    seeds = sorted(set(int(x) for x in seeds))
+    if len(seeds) > 6:
+        return f"{len(seeds)} seeds"
+    return ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(map(str, seeds))
+
+
+def _listing(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | None = None):
     """The box that opens a chapter (an IPython ``HTML`` object): the verdict of each of
     ``claims`` at the page's profile with what the records show, each linking to its block on
-    the scorecard page, and one line on what the page shows (profile, seeds and number of
-    records). ``records`` are the page's, as :func:`residual_lib.sections.notebook_records`
+    the scorecard page, and one line on what the page shows (its runs and seeds per profile). ``records`` are the page's, as :func:`residual_lib.sections.notebook_records`
     returns them: their ``attrs`` name the profile and the results folder."""
     profile, results_dir = records.attrs["profile"], records.attrs["results_dir"]
     table = build(results_dir, stand_in=profile) if table is None else table
@@ -145,13 +160,11 @@ def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | 
         shown += (f'<p class="verdict-box-scope"><strong>Left out:</strong> {runs} that diverged '
                   f"(non-finite loss): {html.escape('; '.join(left_out))}.</p>")
     if len(records):
-        seed_list = sorted(set(int(x) for x in records.seed))
-        seeds = ("seed " if len(seed_list) == 1 else "seeds ") + ", ".join(map(str, seed_list))
-        n_runs = f"{len(records)} run{'s' if len(records) != 1 else ''}"
-        shown += (f'<p class="verdict-box-scope">This page shows the <code>{html.escape(profile)}</code> profile\'s '
-                 f"records: {n_runs}, {seeds}, read from <code>{html.escape(Path(results_dir).name)}/{html.escape(profile)}/"
-                 f"</code>. The verdict rules and the other profiles are on the "
-                 f'<a href="../book/scorecard.html">scorecard</a>.</p>')
+        parts = [f"{_runs(part)} at <code>{html.escape(name)}</code> ({_seed_list(part.seed)})"
+                 for name, part in sorted(records.groupby("profile"), key=lambda g: (g[0] != profile, g[0]))]
+        shown += (f'<p class="verdict-box-scope">This page shows {_listing(parts)}, read from '
+                  f"<code>{html.escape(Path(results_dir).name)}/</code>. The verdict rules and the other profiles are "
+                  f'on the <a href="../book/scorecard.html">scorecard</a>.</p>')
     title = " and ".join(f"<code>{html.escape(p)}</code>" for p in profiles if (rows.profile == p).any()) or \
         f"<code>{html.escape(profile)}</code>"
     return HTML(f'<div class="verdict-box"><p class="verdict-box-title">Verdicts at {title}'

@@ -11,6 +11,7 @@ Legends sit outside the data, and losses are labelled in nats.
 from __future__ import annotations
 
 import textwrap
+from contextlib import contextmanager
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -29,6 +30,18 @@ try:  # sharp PNGs in notebooks: twice the pixels at the same displayed size
 except ImportError:  # pragma: no cover - plain matplotlib without IPython
     pass
 
+
+
+@contextmanager
+def seeded_jitter(seed: int = 0):
+    """Seaborn draws a strip plot's jitter from NumPy's global generator: seed it for the
+    block (and restore it after), so that a page draws the same figure every time it is built."""
+    state = np.random.get_state()
+    np.random.seed(seed)
+    try:
+        yield
+    finally:
+        np.random.set_state(state)
 
 def show(fig: plt.Figure, name: str, caption: str, alt: str) -> None:
     """Display ``fig`` as a numbered figure of the book: ``name`` is its cross-reference
@@ -105,8 +118,9 @@ def final_losses(frame: pd.DataFrame, value: str = "final_val_loss", floor: floa
     shown = [(label, y) for label, y in (references or {}).items() if y is not None and np.isfinite(y)]
     fig, ax = plt.subplots(figsize=(WIDTH, 4.4 if shown else 3.8))
     sns.boxplot(data=frame, x="variant", y=value, order=order, color="#f2f2f2", fliersize=0, ax=ax)
-    sns.stripplot(data=frame, x="variant", y=value, order=order, hue="variant",
-                  palette={v: PALETTE.get(v, "#333333") for v in order}, size=7, jitter=0.15, legend=False, ax=ax)
+    with seeded_jitter():
+        sns.stripplot(data=frame, x="variant", y=value, order=order, hue="variant",
+                      palette={v: PALETTE.get(v, "#333333") for v in order}, size=7, jitter=0.15, legend=False, ax=ax)
     if floor is not None:
         ax.axhline(floor, color="black", ls="--", lw=1, label=f"floor {floor:.3f}")
     styles = [dict(color="#a6761d", ls="-.", lw=1.4), dict(color="#1f78b4", ls=":", lw=1.6),
@@ -157,8 +171,9 @@ def eval_spread(estimates: pd.DataFrame) -> plt.Figure:
     """Random-batch evaluations of each final model around its fixed-batch loss."""
     fig, ax = plt.subplots(figsize=(WIDTH, 3.8))
     order = variant_order(estimates)
-    sns.stripplot(data=estimates, x="variant", y="deviation", order=order, hue="variant", palette=PALETTE,
-                  jitter=0.2, alpha=0.7, legend=False, ax=ax)
+    with seeded_jitter():
+        sns.stripplot(data=estimates, x="variant", y="deviation", order=order, hue="variant", palette=PALETTE,
+                      jitter=0.2, alpha=0.7, legend=False, ax=ax)
     ax.axhline(0, color="black", lw=1)
     ax.set(ylabel="random − fixed batches (nats)", xlabel="", title="Evaluation noise of nanoGPT-style validation")
     ax.tick_params(axis="x", labelrotation=15)
@@ -242,9 +257,10 @@ def escape_distances(runs: pd.DataFrame, thresholds, order: list[str]) -> plt.Fi
     line at each threshold an escape is counted at."""
     settings = [s for s in order if s in set(runs["setting"])]
     fig, ax = plt.subplots(figsize=(WIDTH, 1.1 + 0.7 * len(settings)))
-    sns.stripplot(data=runs, x="below_floor", y="setting", order=settings, hue="setting", hue_order=settings,
-                  palette=["#7570b3", "#d95f02", "#1b9e77", "#666666"][:len(settings)], size=6, jitter=0.18,
-                  legend=False, ax=ax)
+    with seeded_jitter():
+        sns.stripplot(data=runs, x="below_floor", y="setting", order=settings, hue="setting", hue_order=settings,
+                      palette=["#7570b3", "#d95f02", "#1b9e77", "#666666"][:len(settings)], size=6, jitter=0.18,
+                      legend=False, ax=ax)
     for t, style in zip(thresholds, (":", "--", "-.")):
         ax.axvline(t, color="black", lw=0.9, ls=style)
         ax.annotate(f"{t:g}", (t, 1.0), xycoords=("data", "axes fraction"), xytext=(2, 2),

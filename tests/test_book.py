@@ -723,3 +723,30 @@ def test_jupyter_book_build_of_sources_not_staged_stops_with_one_line(tmp_path):
 
     (tmp_path / MARKER).write_text("staged\n")
     require_staged(SimpleNamespace(srcdir=str(tmp_path)))  # no exception
+
+
+def test_a_strip_plot_is_drawn_the_same_every_time_and_leaves_numpys_generator_alone():
+    import io
+
+    import numpy as np
+    import pandas as pd
+
+    from residual_lib import plots
+
+    frame = pd.DataFrame({"variant": ["full", "attn_only"] * 5, "seed": range(10),
+                          "final_val_loss": np.linspace(1.5, 2.0, 10)})
+
+    def png(global_seed: int) -> bytes:
+        np.random.seed(global_seed)
+        fig = plots.final_losses(frame, floor=3.3)
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", metadata={"Software": None})
+        plots.plt.close(fig)
+        return buffer.getvalue()
+
+    assert png(1) == png(2)
+    np.random.seed(3)
+    expected = np.random.random()
+    np.random.seed(3)
+    plots.plt.close(plots.final_losses(frame, floor=3.3))
+    assert np.random.random() == expected

@@ -92,7 +92,7 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="processes training at once (default: one per core on CPU, 1 on GPU)")
     w.add_argument("--threads", type=int, default=None, help="torch threads per job (default: cores / jobs)")
     w.add_argument("--fuse", type=int, default=None,
-                   help="runs of one shape trained together per job (default: 1 on CPU, up to 8 on GPU)")
+                   help="runs of one fuse key trained together per job (default: 1 on CPU, up to 8 on GPU)")
     w.add_argument("--compile", action="store_true", help="train through torch.compile")
     w.add_argument("--executor", default="local", help="local (process pool) or submitit (Slurm, else local)")
     w.add_argument("--cluster", default=None, help="submitit cluster: slurm, local or debug (default: detected)")
@@ -257,7 +257,7 @@ def _bench(args) -> int:
     device = resolve_device(args.device)
     if args.json:  # before the benchmark, not after it
 
-        check_writable(Path(args.json).resolve().parent, option="--json")
+        check_writable(Path(args.json).resolve().parent, option="--json", what="the report")
     result = bench(args.profile, fuse=args.fuse, steps=args.steps, warmup=args.warmup, device=device,
                    compile=args.compile, repeats=args.repeats)
     print(report(result))
@@ -274,7 +274,7 @@ def _device_check(args) -> int:
         raise RunError(f"unknown check(s) {', '.join(unknown)}: choose from {', '.join(CHECKS)}")
     if args.json:
 
-        check_writable(Path(args.json).resolve().parent, option="--json")
+        check_writable(Path(args.json).resolve().parent, option="--json", what="the report")
     report = run_checks(device, args.checks)
     if args.json:
         write_report(report, args.json)
@@ -342,7 +342,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"python -m residual_lib: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-
         logging.getLogger("asyncio").setLevel(logging.CRITICAL)  # a notebook's abandoned tasks: not news
         print("python -m residual_lib: interrupted; finished records are kept, rerun to continue", file=sys.stderr)
         return 130

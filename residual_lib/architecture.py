@@ -1,6 +1,6 @@
 """What a model is, as plain data (no torch): the residual variants and the hyper-parameters
-that shape a model. The model (:mod:`residual_lib.model`) builds from these; the profiles,
-runs and pages read them without importing torch."""
+that shape a model. The model (:mod:`residual_lib.model`) builds from these; the profiles
+read them without importing torch."""
 
 from __future__ import annotations
 

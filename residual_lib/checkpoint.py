@@ -2,7 +2,7 @@
 it had never stopped -- weights, optimiser, the data order's and the evaluation batches'
 generators, torch's RNG (dropout), the curves so far -- written atomically under
 ``<results>/<profile>/.checkpoints/``. :func:`residual_lib.train.train_group` saves one every
-N steps and resumes from it; :func:`residual_lib.train.obtain` deletes it once the records
+N steps and resumes from it; :func:`residual_lib.store.obtain` deletes it once the records
 are written.
 
 A checkpoint file is one header line, ``residual_lib checkpoint sha256=<hex>``, followed by

@@ -289,7 +289,7 @@ def eval_floor(corpus: Corpus, block_size: int, batch_size: int, n_batches: int,
     can be subtracted: for ``fixed`` evaluation the cross-entropy of the training
     frequencies on the targets of :func:`fixed_val_batches`; for ``random`` evaluation its
     expected value over random windows (each validation position weighted by how many of
-    the ``len(val) - block_size`` window starts of :func:`get_batch` make it a target).
+    the ``len(val) - block_size`` window starts of :func:`residual_lib.batches.get_batch` make it a target).
     :meth:`Corpus.unigram_floor`, over the whole validation split, differs from both."""
     nll = -_unigram_logp(corpus.train, corpus.vocab_size, corpus.floor_smoothing)
     if mode == "fixed":
@@ -337,7 +337,7 @@ def eval_bigram(corpus: Corpus, block_size: int, batch_size: int, n_batches: int
     followed by in training, every count gets one added (add-one smoothing of that row), so
     the reference stays finite and rows with every evaluated pair seen are left exact.
     ``fixed``: the targets of :func:`fixed_val_batches`; ``random``: the expected value
-    over :func:`get_batch`'s windows, weighted as :func:`eval_floor` weights them.
+    over :func:`residual_lib.batches.get_batch`'s windows, weighted as :func:`eval_floor` weights them.
 
     A model that ignores everything but the current token can reach this loss; one below
     it uses more context than one token. Pair counts are a dense table for small vocabularies, sparse over the pairs training holds for BPE ones."""

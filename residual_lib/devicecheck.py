@@ -175,7 +175,6 @@ CHECKS = {
 
 def environment(device: str) -> dict:
     """What the checks ran on."""
-
     info = {"python": platform.python_version(), "torch": torch.__version__, "device": device,
             "cuda": torch.version.cuda, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
             "git_sha": code_version()[0]}

@@ -27,7 +27,7 @@ def escape_step(val_steps, val_losses, floor: float, tolerance: float) -> int | 
 
 
 def escapes(frame: pd.DataFrame, tolerance: float) -> pd.DataFrame:
-    """Per run of ``frame`` (rows of :func:`residual_lib.records.load_records`): its final
+    """Per run of ``frame`` (rows of :func:`residual_lib.frames.load_records`): its final
     loss, its distance to its evaluation floor, whether it escaped (ends more than
     ``tolerance`` below the floor) and from which step (:func:`escape_step`)."""
     rows = []

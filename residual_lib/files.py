@@ -12,7 +12,7 @@ from pathlib import Path
 MIN_FREE_BYTES = 64 * 2**20
 
 
-class NotWritableError(RuntimeError):
+class NotWritableError(ValueError):
     """A folder that cannot take the files about to be written; the message says what to do."""
 
 
@@ -41,10 +41,11 @@ def atomic_write(path: str | os.PathLike, *parts: bytes | str | memoryview) -> P
     return path
 
 
-def check_writable(folder: str | os.PathLike, option: str = "--results") -> Path:
+def check_writable(folder: str | os.PathLike, option: str = "--results", what: str = "run records") -> Path:
     """Fail before training, not after: ``folder`` (or, if it does not exist yet, the nearest
     folder above it, where it would be created) can be written and has room. Nothing is left
-    behind. ``option`` is the command-line option the message tells the user to change."""
+    behind. ``option`` is the command-line option the message tells the user to change, ``what``
+    what would be written there."""
     folder = Path(folder).absolute()
     existing = folder
     while not existing.exists() and existing != existing.parent:
@@ -55,8 +56,8 @@ def check_writable(folder: str | os.PathLike, option: str = "--results") -> Path
         with tempfile.NamedTemporaryFile(dir=existing, prefix=".write-check.", suffix=".tmp"):
             pass
     except OSError as exc:
-        raise NotWritableError(f"cannot write run records to {folder} ({exc.strerror or exc.__class__.__name__} at "
-                               f"{existing}): pass {option} a writable folder") from None
+        raise NotWritableError(f"cannot write {what} to {folder} ({exc.strerror or exc.__class__.__name__} at "
+                               f"{existing}): pass {option} a writable {'path' if option == '--json' else 'folder'}") from None
     free = shutil.disk_usage(existing).free
     if free < MIN_FREE_BYTES:
         raise NotWritableError(f"only {free / 2**20:.0f} MB free under {existing}: free some space or pass "

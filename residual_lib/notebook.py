@@ -42,7 +42,7 @@ def ensure(
     skip_missing: bool = False,
     **params,
 ) -> pd.DataFrame:
-    """The records ``section`` needs, as :func:`residual_lib.records.load_records` rows,
+    """The records ``section`` needs, as :func:`residual_lib.frames.load_records` rows,
     training the missing ones when ``train_missing`` (one after another, in this process).
     With ``train_missing=False`` a missing record is an error that names the command
     that makes it, unless ``skip_missing``: then only the existing records are returned

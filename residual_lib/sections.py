@@ -84,7 +84,7 @@ ESCAPE_RATE_RUNS: dict[str, int] = {"cpu": 20}
 #: The lines the escape rate is counted at: nats below the floor that count as an escape.
 ESCAPE_THRESHOLDS = (0.02, 0.05, 0.10)
 #: The relative size of the initial-weight perturbation that asks whether an escape is a
-#: property of the seed or of rounding (:func:`residual_lib.train.perturb_init`).
+#: property of the seed or of rounding (:func:`residual_lib.state.perturb_init`).
 ESCAPE_INIT_NOISE = 1e-6
 
 

@@ -47,8 +47,8 @@ def perturb_init(model: torch.nn.Module, init_noise: float, seed: int, replicate
 
 class RunState:
     """One run's state apart from its optimiser: the model, its data order, its validation
-    batches, its curves and, at the end, its record. A trainer (:class:`SingleTrainer`,
-    :class:`residual_lib.fused.FusedTrainer`) steps the models of its states; :func:`train_group`
+    batches, its curves and, at the end, its record. A trainer (:class:`residual_lib.train.SingleTrainer`,
+    :class:`residual_lib.fused.FusedTrainer`) steps the models of its states; :func:`residual_lib.train.train_group`
     drives a trainer and evaluates each state."""
 
     def __init__(self, run: Run, corpus, device: str):

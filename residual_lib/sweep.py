@@ -70,7 +70,7 @@ GPU_FUSE = 8
 
 
 def default_layout(n_runs: int, device: str) -> tuple[int, int, int]:
-    """(jobs, threads per job, models fused per job) for ``n_runs`` runs of one shape.
+    """(jobs, threads per job, models fused per job) for ``n_runs`` runs of one fuse key.
 
     On CUDA one process owns the GPU and trains up to :data:`GPU_FUSE` models at once.
     On CPU, single-threaded processes, one per core, beat one process using every core
@@ -104,7 +104,7 @@ def _exit_with_parent(parent: int) -> None:
 
 def _worker(runs: list[Run], results_dir: str, device: str, threads: int, log_path: str,
                  compile: bool = False) -> list[str]:
-    """Worker: train a group of runs of one shape with ``threads`` torch threads -- one run
+    """Worker: train a group of runs of one fuse key with ``threads`` torch threads -- one run
     alone, several fused (:mod:`residual_lib.fused`) -- progress lines to ``log_path``.
     Returns the written record paths."""
     torch.set_num_threads(threads)
@@ -167,7 +167,7 @@ def train_runs(
     compile: bool = False,
 ) -> tuple[list[str], list[tuple[str, str]]]:
     """Train ``specs`` (all assumed missing), at most ``jobs`` processes at a time, each
-    training a group of up to ``fuse`` runs of one shape together. Returns the written
+    training a group of up to ``fuse`` runs of one fuse key together. Returns the written
     record paths and the failures as ``(label, message)``. A group's records are written
     when the group finishes; a killed sweep loses at most the groups in flight."""
     if not specs:

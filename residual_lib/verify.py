@@ -11,7 +11,7 @@ in the code since the record's commit changed what that run computes. (A record 
 ``provenance.fused_models`` > 1, is rerun alone, which agrees with it to about 1e-5, not bitwise.)
 
 The answer is a certificate, written atomically to ``<results>/<profile>/verified/<record
-file stem>.json`` (a folder :func:`residual_lib.records.load_records` does not read):
+file stem>.json`` (a folder :func:`residual_lib.frames.load_records` does not read):
 ``key``, ``profile``, ``variant``, ``seed``, ``record`` (the record's file name),
 ``record_commit`` and ``record_dirty``, ``rerun_commit`` and ``rerun_dirty``,
 ``record_torch_version`` and ``rerun_torch_version``, ``device``, ``equal``,

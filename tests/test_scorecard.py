@@ -163,6 +163,8 @@ def test_drift_is_scored_per_variant_against_the_papers_figures(tmp_path):
     assert verdicts(tmp_path, "hidden_norm_growth")["cpu"] == "not reproduced"
     with scorecard.thresholds(DRIFT_REL=0.2):
         assert verdicts(tmp_path, "hidden_norm_growth")["cpu"] == "partly reproduced"
+        assert scorecard.DRIFT_REL == 0.2  # what the pages quote is what the rules use
+    assert scorecard.DRIFT_REL == 0.1
 
 
 def test_layer0_starvation_is_scored_per_variant_and_per_seed(tmp_path):

@@ -39,39 +39,33 @@ values the check uses; each claim (:mod:`.claims`) names its rule. :mod:`.verdic
 them (rows in the claims file's order), :mod:`.prose` and :mod:`.html` present the result.
 """
 
+from . import limits
 from .claims import CLAIMS, TITLES, Claim
 from .html import (
-                   GRID_LABELS,
-                   badge,
-                   claim_anchor,
-                   claims_html,
-                   grid,
-                   grid_html,
-                   section_view,
-                   verdict_box,
-                   verdict_slug,
+    GRID_LABELS,
+    badge,
+    claim_anchor,
+    claims_html,
+    grid,
+    grid_html,
+    section_view,
+    verdict_box,
+    verdict_slug,
 )
-from .limits import (
-                   ALPHA_NEAR_ONE,
-                   DRIFT_REL,
-                   ESCAPE_CONFIDENCE,
-                   FLOOR_TOL,
-                   GAIN_TOL,
-                   LAYER0_FROM,
-                   LAYER0_ZERO,
-                   NOISE_SHARE,
-                   RECOVERY_MARGIN,
-                   REL_TOL,
-                   SEED_SPREAD,
-                   SPREAD_TOL,
-                   THRESHOLDS,
-                   Threshold,
-                   thresholds,
-)
+from .limits import ESCAPE_CONFIDENCE, THRESHOLDS, Threshold, thresholds
 from .prose import count_sentence, headline
 from .rule import PAPER_SCALE, RULES, VERDICTS, Rule, profiles_for_scale, stand_ins
 from .sensitivity import fragile, sensitivity, threshold_table
 from .verdicts import build, scale_note
+
+
+def __getattr__(name: str):
+    """``scorecard.FLOOR_TOL`` and the other thresholds read :mod:`.limits` when asked, so
+    that inside ``with thresholds(...)`` they give the values the rules use."""
+    if name in {t.name for t in THRESHOLDS}:
+        return getattr(limits, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ALPHA_NEAR_ONE", "CLAIMS", "Claim", "DRIFT_REL", "ESCAPE_CONFIDENCE", "FLOOR_TOL", "GAIN_TOL", "GRID_LABELS",

@@ -20,7 +20,7 @@ class Claim:
 
 
 #: Every claim of ``paper_claims.csv``: its short name (the chapters' and the verdict lists')
-#: and its rule in :data:`RULES`.
+#: and its rule in :data:`residual_lib.scorecard.rule.RULES`.
 CLAIMS: dict[str, Claim] = {
     "joint_collapse_10m": Claim("Joint collapse of the partial variants (10M)", "joint_collapse",
                                 "the paper's initial observation, replaced by its controlled runs"),

@@ -62,7 +62,7 @@ def badge(verdict: str) -> str:
 def grid_html(frame: pd.DataFrame, link: str = "scorecard.html", fragile_cells: set | None = None) -> str:
     """:func:`grid` as an HTML table: each cell a symbol and a short label, classed by
     verdict; each claim links to its block on the scorecard page (``link``). A cell of
-    ``fragile_cells`` (``(claim, profile)`` pairs, :func:`fragile`) is marked: its verdict
+    ``fragile_cells`` (``(claim, profile)`` pairs, :func:`residual_lib.scorecard.sensitivity.fragile`) is marked: its verdict
     changes at a plausible value of a threshold."""
     ids = {title: claim for claim, title in TITLES.items()}
     fragile_cells = fragile_cells or set()
@@ -140,7 +140,7 @@ def _listing(items: list[str]) -> str:
 def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | None = None):
     """The box that opens a chapter (an IPython ``HTML`` object): the verdict of each of
     ``claims`` at the page's profile with what the records show, each linking to its block on
-    the scorecard page, and one line on what the page shows (its runs and seeds per profile). ``records`` are the page's, as :func:`residual_lib.sections.notebook_records`
+    the scorecard page, and one line on what the page shows (its runs and seeds per profile). ``records`` are the page's, as :func:`residual_lib.notebook.notebook_records`
     returns them: their ``attrs`` name the profile and the results folder."""
     profile, results_dir = records.attrs["profile"], records.attrs["results_dir"]
     table = build(results_dir, stand_in=profile) if table is None else table

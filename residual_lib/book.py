@@ -22,7 +22,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import plots
 from .execute import all_notebooks, execute_notebook
 from .files import atomic_write
 from .frames import load_records
@@ -114,6 +113,9 @@ def _draw_static_figures(folder: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
+    # imported here, after the backend is chosen, and so that the command line, which imports
+    # this module, does not load matplotlib and seaborn for every command
+    from . import plots
 
     fig = plots.block_variants()
     fig.savefig(folder / "block_variants.svg", format="svg", metadata={"Date": None})

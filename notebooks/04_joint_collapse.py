@@ -33,12 +33,12 @@ from IPython.display import Markdown
 from residual_lib import analysis, plots, scorecard
 from residual_lib.book import glue
 from residual_lib.chapters import joint_collapse
-from residual_lib.sections import controlled
+from residual_lib.sections import controlled, random_evaluation
 from residual_lib.notebook import notebook_records
 from residual_lib.tables import table
 
 records = notebook_records("04_joint_collapse", globals())
-central, nanogpt = controlled(records), joint_collapse.random_runs(records)
+central, nanogpt = controlled(records), random_evaluation(records)
 quotes = joint_collapse.quoted()
 # Markdown for {glue:md}: {glue:text} reads "5,000" as a tuple
 for name, text in quotes.items():

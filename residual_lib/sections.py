@@ -69,10 +69,12 @@ def _scale_ladder(profile, seeds, variants, ladder_seeds=3):
             for s in seeds[:min(ladder_seeds, LADDER_SEEDS.get(rung, ladder_seeds))]]
 
 
+#: The FFNOnly escape study's conditions beside the base profile, by name.
+DROPOUT_CONDITION, LONG_CONDITION = "dropout 0.2", "6,000 steps"
 #: The FFNOnly escape study's conditions: the profile each one trains at, per base profile.
 ESCAPE_PROFILES: dict[str, dict[str, str]] = {
-    "cpu": {"dropout 0.2": DROPOUT_TWIN["cpu"], "6,000 steps": "cpu-long"},
-    "smoke": {"dropout 0.2": DROPOUT_TWIN["smoke"], "6,000 steps": "smoke-long"},
+    "cpu": {DROPOUT_CONDITION: DROPOUT_TWIN["cpu"], LONG_CONDITION: "cpu-long"},
+    "smoke": {DROPOUT_CONDITION: DROPOUT_TWIN["smoke"], LONG_CONDITION: "smoke-long"},
 }
 #: The FFNOnly escape rate's seeds, fixed before any of their runs was trained: the five
 #: seeds of the central sweep, then the first fifteen positive integers not among them.
@@ -100,7 +102,7 @@ def _ffn_escape(profile, seeds, variants, escape_gains=(0.5, 2.0, 4.0), perturba
     for condition_profile in ESCAPE_PROFILES.get(profile, {}).values():
         runs += [Run(condition_profile, "ffn_only", s) for s in seeds]
     runs += [Run(profile, "ffn_only", seeds[0], gain=float(g)) for g in escape_gains]
-    dropout = ESCAPE_PROFILES.get(profile, {}).get("dropout 0.2")
+    dropout = ESCAPE_PROFILES.get(profile, {}).get(DROPOUT_CONDITION)
     runs += [Run(p, "ffn_only", s) for s in rate for p in (profile, dropout) if p]
     return runs
 

@@ -151,3 +151,20 @@ def p_text(p: float) -> str:
 def signed(x: float) -> str:
     """A difference with its sign, three decimals and a true minus; 0.000 when it rounds to zero."""
     return f"{'−' if x < 0 else '+'}{abs(x):.3f}" if round(abs(x), 3) else "0.000"
+
+
+def listing(items) -> str:
+    """``a, b and c``: items joined as a sentence lists them."""
+    items = [str(i) for i in items]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def e_notation(value: float) -> str:
+    """A small constant as the prose writes it: ``5e-4``, not Python's ``5e-04`` or ``0.0005``."""
+    mantissa, exponent = f"{value:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def missing_runs(absent: list) -> pd.DataFrame:
+    """Runs a page would show that have no record yet (``records.attrs["missing"]``), one per row."""
+    return pd.DataFrame({"run": [run.label() for run in absent]})

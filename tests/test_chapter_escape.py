@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 from residual_lib.chapters import escape
+from residual_lib.profiles import get_profile
 from residual_lib.runs import Run
 
 BASE, NUDGED = "as recorded (central sweep)", "initial weights nudged by 1×10⁻⁶"
@@ -29,11 +30,12 @@ def labelled(rows, profile: str = "cpu") -> pd.DataFrame:
 
 
 def test_prose_constants_are_the_codes_constants_as_the_prose_writes_them():
-    assert escape.e_notation(1e-6) == "1e-6" and escape.e_notation(3e-5) == "3e-5"
     assert escape.prose_constants([0.5, 2.0, 4.0]) == {
         "escape_line": "0.05", "escape_nudge": "1e-6", "escape_nudge_formula": "`1 + 1e-6·N(0,1)`",
         "escape_gains": "0.5, 2, 4", "escape_dropout": "0.2", "escape_long_steps": "6,000", "escape_layer0_from": "6%"}
     assert escape.distances_alt().endswith("vertical lines at 0.02, 0.05 and 0.1 nats.")
+    smoke = escape.prose_constants([1.0], "smoke")  # the conditions of the profile asked for
+    assert smoke["escape_long_steps"] == f"{get_profile('smoke-long').max_iters:,}" != "6,000"
 
 
 def test_conditions_are_named_and_ordered_gains_by_value():

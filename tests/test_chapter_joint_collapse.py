@@ -9,6 +9,7 @@ import pytest
 
 from residual_lib import analysis, scorecard
 from residual_lib.chapters import joint_collapse
+from residual_lib.sections import random_evaluation
 
 FLOOR = 3.35
 
@@ -42,7 +43,7 @@ def test_random_runs_are_those_under_random_evaluation():
     records = pd.DataFrame({"eval_mode": ["random", "fixed", "random", "random"], "seed": [1, 2, 3, 4],
                             "gain": [1.0, 1.0, 1.0, 2.0], "deterministic": True, "replicate": 0, "init_noise": 0.0,
                             "on_recipe": True})
-    assert joint_collapse.random_runs(records).seed.tolist() == [1, 3]  # not the fixed run, nor another gain
+    assert random_evaluation(records).seed.tolist() == [1, 3]  # not the fixed run, nor another gain
 
 
 def test_captions_name_the_seeds_in_order():
@@ -95,8 +96,6 @@ def test_a_live_attn_only_gradient_contradicts_the_premise_of_section_7():
 
 
 def test_the_quoted_constants_read_as_the_prose_writes_them():
-    assert joint_collapse._exponent(5e-4) == "5e-4"
-    assert joint_collapse._exponent(1e-3) == "1e-3"
     quoted = joint_collapse.quoted("smoke")  # 150 steps
     assert quoted["stand_in_steps"] == "150"
     assert quoted["layer0_from_step"] == str(round(analysis.LAYER0_FROM * 150))

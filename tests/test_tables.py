@@ -8,7 +8,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from residual_lib.tables import MISSING, number, table
+from residual_lib.runs import Run
+from residual_lib.tables import (
+    MISSING,
+    e_notation,
+    listing,
+    missing_runs,
+    number,
+    table,
+)
 
 
 @pytest.mark.parametrize("value, text", [
@@ -64,3 +72,10 @@ def test_a_column_of_everyday_magnitudes_never_shows_scientific_notation_or_minu
     assert "0.000" in html and "−0.000" not in html and "-0.000" not in html
     assert "2.0×10⁻⁷" in html and "0.740" in html  # gradient norms span orders of magnitude
     assert "e-0" not in html
+
+
+def test_prose_helpers_write_lists_constants_and_missing_runs_as_the_pages_do():
+    assert listing([3]) == "3" and listing(["a", "b"]) == "a and b" and listing([1, 2, 3]) == "1, 2 and 3"
+    assert [e_notation(v) for v in (5e-4, 1e-3, 1e-6, 3e-5)] == ["5e-4", "1e-3", "1e-6", "3e-5"]
+    assert missing_runs([Run("smoke", "full", 1), Run("smoke", "ffn_only", 2)]).to_dict("list") == {
+        "run": ["smoke full seed 1", "smoke ffn_only seed 2"]}

@@ -7,36 +7,22 @@ from __future__ import annotations
 import pandas as pd
 
 from .. import analysis, escapes, scorecard, verify
-from ..profiles import get_profile
-from ..sections import ESCAPE_INIT_NOISE, ESCAPE_PROFILES, ESCAPE_THRESHOLDS, escape_condition
-
-#: The escape rate's second setting beside the base profile: a condition of :data:`ESCAPE_PROFILES`.
-DROPOUT = "dropout 0.2"
-#: The profiles the chapter's introduction names for its dropout and long-budget conditions.
-DROPOUT_PROFILE, LONG_PROFILE = "cpu-dropout", "cpu-long"
+from ..profiles import BOOK_PROFILE, get_profile
+from ..sections import (DROPOUT_CONDITION as DROPOUT, ESCAPE_INIT_NOISE, ESCAPE_PROFILES, ESCAPE_THRESHOLDS,
+                        LONG_CONDITION, escape_condition)
+from ..tables import e_notation, listing, missing_runs  # noqa: F401 (missing_runs: the notebook's)
 
 
-def _listing(items) -> str:
-    """``a, b and c``."""
-    items = [str(i) for i in items]
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
-def e_notation(value: float) -> str:
-    """``value`` as the prose writes a small constant, ``1e-6`` rather than Python's ``1e-06``."""
-    mantissa, exponent = f"{value:.0e}".split("e")
-    return f"{mantissa}e{int(exponent)}"
-
-
-def prose_constants(escape_gains) -> dict[str, str]:
+def prose_constants(escape_gains, profile: str = BOOK_PROFILE) -> dict[str, str]:
     """The constants the chapter's prose quotes, as Markdown to glue, so that the prose cannot drift from the code:
-    the escape line, the nudge's size and formula, the gains tried, the dropout and step budget of the named profiles
-    and where block 0's gradient is read from."""
+    the escape line, the nudge's size and formula, the gains tried, the dropout and step budget of ``profile``'s
+    dropout and long-budget conditions (:data:`ESCAPE_PROFILES`) and where block 0's gradient is read from."""
+    conditions = ESCAPE_PROFILES[profile]
     nudge = e_notation(ESCAPE_INIT_NOISE)
     return {"escape_line": f"{scorecard.FLOOR_TOL:g}", "escape_nudge": nudge,
             "escape_nudge_formula": f"`1 + {nudge}·N(0,1)`", "escape_gains": ", ".join(f"{g:g}" for g in escape_gains),
-            "escape_dropout": f"{get_profile(DROPOUT_PROFILE).dropout:g}",
-            "escape_long_steps": f"{get_profile(LONG_PROFILE).max_iters:,}",
+            "escape_dropout": f"{get_profile(conditions[DROPOUT]).dropout:g}",
+            "escape_long_steps": f"{get_profile(conditions[LONG_CONDITION]).max_iters:,}",
             "escape_layer0_from": f"{analysis.LAYER0_FROM:.0%}"}
 
 
@@ -49,7 +35,7 @@ DISTANCES_CAPTION = ("How far below the floor of its evaluation batches every FF
 def distances_alt() -> str:
     """The alt text of the escape-distance figure, which names the lines an escape is counted at."""
     return ("Strip chart of nats below the floor at the end of training, one row of points per dropout setting, with"
-            f" vertical lines at {_listing(f'{t:g}' for t in ESCAPE_THRESHOLDS)} nats.")
+            f" vertical lines at {listing(f'{t:g}' for t in ESCAPE_THRESHOLDS)} nats.")
 
 
 def base_conditions(profile: str) -> tuple[str, str]:
@@ -210,8 +196,3 @@ def runs_table(runs: pd.DataFrame, order: list[str]) -> pd.DataFrame:
                         order=runs.condition.map({c: i for i, c in enumerate(order)}))
     return shown.sort_values(["order", "seed"])[["condition", "seed", "final_val_loss", "below_floor", "escaped",
                                                   "escape_step"]]
-
-
-def missing_runs(absent: list) -> pd.DataFrame:
-    """The runs the chapter would show that have no record yet (``records.attrs["missing"]``), one per row."""
-    return pd.DataFrame({"run": [run.label() for run in absent]})

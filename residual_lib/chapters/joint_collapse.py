@@ -7,8 +7,7 @@ import pandas as pd
 
 from .. import analysis, scorecard
 from ..profiles import BOOK_PROFILE, get_profile
-from ..sections import random_evaluation
-from ..tables import number
+from ..tables import e_notation, number
 
 #: The scorecard claims the chapter's verdict box shows.
 CLAIMS = ["joint_collapse_10m", "layer0_starved_attn_only", "layer0_starved_ffn_only", "layer0_starved_no_residual",
@@ -22,24 +21,13 @@ NOT_STARVED = (" The paper measured starvation in nanoGPT runs in which every pa
                " is not starved.")
 
 
-def _exponent(value: float) -> str:
-    """``value`` as the prose writes a threshold: 5e-4, not 5e-04 or 0.0005."""
-    mantissa, exponent = f"{value:.0e}".split("e")
-    return f"{mantissa}e{int(exponent)}"
-
-
 def quoted(stand_in: str = BOOK_PROFILE) -> dict[str, str]:
     """The constants the chapter's prose quotes, by glue name, as it writes them: where block 0 is read from
     (a share of training, the paper's run length, that share at ``stand_in``) and the starvation threshold."""
     steps = get_profile(stand_in).max_iters
     return {"layer0_from": f"{analysis.LAYER0_FROM:.0%}", "paper_10m_steps": f"{analysis.PAPER_10M_STEPS:,}",
             "layer0_from_step": f"{round(analysis.LAYER0_FROM * steps):,}", "stand_in_steps": f"{steps:,}",
-            "layer0_zero": _exponent(scorecard.LAYER0_ZERO)}
-
-
-def random_runs(records: pd.DataFrame) -> pd.DataFrame:
-    """The runs under nanoGPT-style evaluation (fresh random validation batches), the paper's setting."""
-    return random_evaluation(records)
+            "layer0_zero": e_notation(scorecard.LAYER0_ZERO)}
 
 
 def loss_table(runs: pd.DataFrame) -> pd.DataFrame:

@@ -7,15 +7,10 @@ import pandas as pd
 
 from .. import scaling, scorecard
 from ..profiles import get_profile
+from ..tables import listing, missing_runs  # noqa: F401 (missing_runs: the notebook's)
 
 #: The profile whose training budget the ladder's is compared with: the paper's 10M run as this project reads it.
 PAPER = "paper-10m"
-
-
-def _listing(items) -> str:
-    """``a, b and c``."""
-    items = [str(i) for i in items]
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def recipe(rungs) -> dict[str, str]:
@@ -25,7 +20,7 @@ def recipe(rungs) -> dict[str, str]:
     first, top, paper = get_profile(rungs[0]), get_profile(rungs[-1]), get_profile(PAPER)
     return {"ladder_context": f"{first.block_size}", "ladder_batch": f"{first.batch_size}",
             "ladder_steps": f"{first.max_iters:,}", "ladder_dropout": f"{first.dropout:g}",
-            "ladder_widths": _listing(get_profile(r).n_embd for r in rungs[:-1]),
+            "ladder_widths": listing(get_profile(r).n_embd for r in rungs[:-1]),
             "ladder_top_layers": f"{top.n_layer}", "ladder_top_heads": f"{top.n_head}",
             "ladder_top_width": f"{top.n_embd}", "paper_steps": f"{paper.max_iters:,}",
             "paper_batch": f"{paper.batch_size}", "paper_context": f"{paper.block_size}"}
@@ -39,11 +34,6 @@ def token_budget(shape: pd.DataFrame) -> dict[str, str]:
     return {"ladder_tokens": f"{shape.tokens.iloc[0] / 1e6:.1f}M",
             "ladder_top_tokens_per_param": f"{shape['tokens per parameter'].iloc[-1]:.1f}",
             "paper_tokens_per_param": f"{paper.max_iters * paper.tokens_per_step / shape.parameters.iloc[-1]:.0f}"}
-
-
-def missing_runs(absent: list) -> pd.DataFrame:
-    """The ladder's runs that have no record yet (``records.attrs["missing"]``), one per row."""
-    return pd.DataFrame({"run": [run.label() for run in absent]})
 
 
 def loss_summary(records: pd.DataFrame) -> pd.DataFrame:

@@ -11,8 +11,8 @@ from IPython.display import HTML
 
 from .. import paper
 from ..profiles import BOOK_PROFILE
+from ..tables import listing, table
 from ..tables import number as fmt
-from ..tables import table
 from .claims import CLAIMS, TITLES
 from .rule import stand_ins
 from .verdicts import build
@@ -133,10 +133,6 @@ def _seed_list(seeds) -> str:
     return ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(map(str, seeds))
 
 
-def _listing(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
-
 def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | None = None):
     """The box that opens a chapter (an IPython ``HTML`` object): the verdict of each of
     ``claims`` at the page's profile with what the records show, each linking to its block on
@@ -162,7 +158,7 @@ def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | 
     if len(records):
         parts = [f"{_runs(part)} at <code>{html.escape(name)}</code> ({_seed_list(part.seed)})"
                  for name, part in sorted(records.groupby("profile"), key=lambda g: (g[0] != profile, g[0]))]
-        shown += (f'<p class="verdict-box-scope">This page shows {_listing(parts)}, read from '
+        shown += (f'<p class="verdict-box-scope">This page shows {listing(parts)}, read from '
                   f"<code>{html.escape(Path(results_dir).name)}/</code>. The verdict rules and the other profiles are "
                   f'on the <a href="../book/scorecard.html">scorecard</a>.</p>')
     title = " and ".join(f"<code>{html.escape(p)}</code>" for p in profiles if (rows.profile == p).any()) or \

@@ -44,6 +44,7 @@ from .runtime import resolve_device
 from .sections import DEFAULT_PROFILE, controlled
 from .store import obtain
 from .sweep import sweep
+from .tables import plural
 from .verify import rerunnable, verify_record
 
 CLUSTERS = ("slurm", "local", "debug")
@@ -271,7 +272,7 @@ def _device_check(args) -> int:
     device = resolve_device(args.device)
     unknown = [n for n in args.checks or [] if n not in CHECKS]
     if unknown:
-        raise RunError(f"unknown check(s) {', '.join(unknown)}: choose from {', '.join(CHECKS)}")
+        raise RunError(f"unknown {plural('check', len(unknown))} {', '.join(unknown)}: choose from {', '.join(CHECKS)}")
     if args.json:
 
         check_writable(Path(args.json).resolve().parent, option="--json", what="the report")

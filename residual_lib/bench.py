@@ -37,6 +37,7 @@ from .runtime import determinism, resolve_device
 from .state import RunState
 from .step import is_log_step
 from .sweep import default_layout
+from .tables import plural
 from .train import make_trainer
 
 
@@ -236,7 +237,7 @@ def report(result: dict) -> str:
         f"  fused   {result['fused_tokens_per_s']:>12,.0f} tokens/s   {result['fuse']} models in one process"
         f" ({result['fused_speedup']:.2f}x single, MFU {result['mfu_fused']:.1%})",
         f"  sweep   {result['sweep_tokens_per_s']:>12,.0f} tokens/s   {result['fuse']} runs: {lay['jobs']} process(es)"
-        f" x {lay['threads']} thread(s), fused {lay['fuse']} ({result['sweep_speedup']:.2f}x single,"
+        f" x {lay['threads']} {plural('thread', lay['threads'])}, fused {lay['fuse']} ({result['sweep_speedup']:.2f}x single,"
         f" MFU {result['mfu_sweep']:.1%})",
         f"  nodiag  {result['nodiag_tokens_per_s']:>12,.0f} tokens/s   single without diagnostics"
         f" (diagnostics cost {result['diagnostics_overhead']:.1%})",

@@ -41,6 +41,7 @@ import numpy as np
 
 from .batches import fixed_val_batches
 from .files import atomic_write
+from .tables import plural
 
 SHAKESPEARE_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
 SHAKESPEARE_SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
@@ -251,7 +252,7 @@ def prepare_openwebtext(
             flush()
     flush()
     if len(docs) < 2:
-        raise DataError(f"{len(docs)} document(s) read from {source!r}: a train/val split needs at least 2")
+        raise DataError(f"{len(docs)} {plural('document', len(docs))} read from {source!r}: a train/val split needs at least 2")
     order = np.random.default_rng(seed).permutation(len(docs))
     n_val = max(1, int(round(val_fraction * len(docs))))
     val_ids, train_ids = sorted(order[:n_val]), sorted(order[n_val:])

@@ -44,6 +44,7 @@ from .provenance import code_version
 from .runs import Run
 from .runtime import fp32_on_cuda, resolve_device
 from .state import RunState
+from .tables import plural
 from .train import SingleTrainer, train, train_group
 
 
@@ -191,7 +192,7 @@ def run_checks(device: str = "auto", names: list[str] | None = None, out=sys.std
     names = names or [n for n, (_, on_cpu) in CHECKS.items() if on_cpu or device.startswith("cuda")]
     unknown = [n for n in names if n not in CHECKS]
     if unknown:
-        raise ValueError(f"unknown check(s) {', '.join(unknown)}: choose from {', '.join(CHECKS)}")
+        raise ValueError(f"unknown {plural('check', len(unknown))} {', '.join(unknown)}: choose from {', '.join(CHECKS)}")
     report = {"environment": environment(device), "checks": {}}
     for name in names:
         started = time.perf_counter()

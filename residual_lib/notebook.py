@@ -16,6 +16,7 @@ from .records import find_record
 from .runs import PAPER_SEEDS
 from .sections import DEFAULT_PROFILE, plan, required, section_name
 from .store import obtain
+from .tables import plural
 
 
 def notebook_records(section: str, namespace: dict, **options) -> pd.DataFrame:
@@ -58,7 +59,7 @@ def ensure(
         needed = required(section, absent, profile, partial_ok=False)
         if needed and not skip_missing:
             raise FileNotFoundError(
-                f"{len(needed)} run record(s) missing under {results} (first: {needed[0].label()}): "
+                f"{len(needed)} run {plural('record', len(needed))} missing under {results} (first: {needed[0].label()}): "
                 f"run `python -m residual_lib sweep notebooks/{section_name(section)}.py --profile {profile}`"
             )
         paths = [path for path in found.values() if path is not None]

@@ -41,6 +41,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 
 from .architecture import Architecture
+from .tables import plural
 
 
 class ProfileError(ValueError):
@@ -99,7 +100,7 @@ class Profile(Architecture):
         known = {f.name for f in fields(self)}
         unknown = set(changes) - known
         if unknown:
-            raise ProfileError(f"unknown profile field(s) {', '.join(sorted(unknown))}: choose from {', '.join(sorted(known))}")
+            raise ProfileError(f"unknown profile {plural('field', len(unknown))} {', '.join(sorted(unknown))}: choose from {', '.join(sorted(known))}")
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
 

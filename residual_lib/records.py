@@ -48,6 +48,7 @@ from pathlib import Path
 
 from .files import atomic_write
 from .runs import RECORD_NAME, RECORD_VERSION, record_key
+from .tables import plural
 
 #: The record content's format: 2 added ``status`` and ``diverged_at_step``, 3 ``digest``.
 SCHEMA_VERSION = 3
@@ -130,7 +131,7 @@ class BadRecordsError(RecordError):
 
     def __init__(self, errors: list[RecordError]):
         self.errors = errors
-        ValueError.__init__(self, f"{len(errors)} bad run record(s):\n" + "\n".join(f"  {e}" for e in errors)
+        ValueError.__init__(self, f"{len(errors)} bad run {plural('record', len(errors))}:\n" + "\n".join(f"  {e}" for e in errors)
                             + "\nmove them aside (or delete them) and rerun the sweep to retrain them, or pass "
                               "--skip-bad to leave them out")
 
@@ -182,7 +183,7 @@ def _check(path: Path) -> dict:
         raise RecordError(path, "not a JSON object")
     absent = [name for name in REQUIRED if name not in rec]
     if absent:
-        raise RecordError(path, f"missing field(s) {', '.join(absent)}")
+        raise RecordError(path, f"missing {plural('field', len(absent))} {', '.join(absent)}")
     for name, kind in REQUIRED.items():
         value = rec[name]
         kinds = kind if isinstance(kind, tuple) else (kind,)

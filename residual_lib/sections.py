@@ -19,7 +19,7 @@ from .paths import results_folder
 from .profiles import DROPOUT_TWIN, LADDER_SEEDS, get_profile, ladder
 from .records import find_record
 from .runs import PAPER_SEEDS, Run
-from .tables import scientific
+from .tables import plural, scientific
 
 #: The profile a notebook run as it is, or a sweep without --profile, trains: seconds a run.
 DEFAULT_PROFILE = "smoke"
@@ -168,7 +168,7 @@ def plan(section: str, profile: str = DEFAULT_PROFILE, seeds=PAPER_SEEDS, varian
     known = [n for n in inspect.signature(build).parameters if n not in ("profile", "seeds", "variants")]
     unknown = sorted(set(params) - set(known))
     if unknown:  # a misspelt parameter would otherwise plan runs nobody asked for
-        raise ValueError(f"unknown parameter(s) {', '.join(unknown)} for section {section_name(section)}: "
+        raise ValueError(f"unknown {plural('parameter', len(unknown))} {', '.join(unknown)} for section {section_name(section)}: "
                          f"it takes {', '.join(known) or 'none besides profile, seeds and variants'}")
     specs = build(profile=profile, seeds=[int(s) for s in seeds], variants=list(variants), **params)
     return list(dict.fromkeys(specs))

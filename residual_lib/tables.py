@@ -159,6 +159,11 @@ def listing(items) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+def plural(noun: str, count: int) -> str:
+    """``noun`` as many times as ``count`` says: ``record`` for 1, ``records`` otherwise (no "(s)")."""
+    return noun if count == 1 else noun + "s"
+
+
 def e_notation(value: float) -> str:
     """A small constant as the prose writes it: ``5e-4``, not Python's ``5e-04`` or ``0.0005``."""
     mantissa, exponent = f"{value:.0e}".split("e")

@@ -87,5 +87,5 @@ mkdir -p "$WORK/results/$PROFILE"
   | tar --null -czf "$OUT/records.tar.gz" -T -)
 "$PYTHON" -m residual_lib summary "$WORK/results" --profile "$PROFILE" > "$OUT/summary.txt" 2>&1 \
   || echo "no records to summarise yet" >> "$OUT/summary.txt"
-echo "done in $(( $(date +%s) - started ))s: $(tar -tzf "$OUT/records.tar.gz" | wc -l) record(s) in records.tar.gz" \
+echo "done in $(( $(date +%s) - started ))s: $(n=$(tar -tzf "$OUT/records.tar.gz" | wc -l); echo "$n record$([ "$n" = 1 ] || echo s)") in records.tar.gz" \
   | tee -a "$OUT/env.txt"

@@ -69,7 +69,7 @@ def _damage(path: Path, how: str) -> str:
     if how == "missing-field":
         del rec["final_val_loss"]
         path.write_text(json.dumps(rec))
-        return "missing field(s) final_val_loss"
+        return "missing field final_val_loss"
     if how == "other-run":  # another run's content under this file name
         rec["seed"], rec["key"] = 12, "0123456789abcdef"
         path.write_text(json.dumps(rec))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import analysis
+from ..tables import plural
 
 FLOOR_TOL = 0.05  # nats either side of the evaluation floor: "at the floor"
 RECOVERY_MARGIN = 0.5  # nats below the floor: "recovers"
@@ -77,7 +78,7 @@ class thresholds:
     def __init__(self, **values):
         unknown = set(values) - {t.name for t in THRESHOLDS}
         if unknown:
-            raise ValueError(f"unknown threshold(s) {', '.join(sorted(unknown))}: choose from "
+            raise ValueError(f"unknown {plural('threshold', len(unknown))} {', '.join(sorted(unknown))}: choose from "
                              f"{', '.join(t.name for t in THRESHOLDS)}")
         self.values, self.saved = values, {}
 

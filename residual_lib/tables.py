@@ -94,7 +94,9 @@ INTERVALS = {("ci_low", "ci_high"): "Welch 95% CI", ("boot_low", "boot_high"): "
 def _intervals(frame: pd.DataFrame, decimals: int) -> pd.DataFrame:
     for (low, high), name in INTERVALS.items():
         if low in frame and high in frame:
-            text = [MISSING if number(a, decimals) == MISSING else f"[{number(a, decimals)}, {number(b, decimals)}]"
+            # the bounds of a difference or a slope: everyday magnitudes, so a bound near 0 reads 0.000
+            text = [MISSING if number(a, decimals) == MISSING
+                    else f"[{number(a, decimals, small=False)}, {number(b, decimals, small=False)}]"
                     for a, b in zip(frame[low], frame[high])]
             frame = frame.drop(columns=[high]).rename(columns={low: name})
             frame[name] = text

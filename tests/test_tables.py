@@ -55,6 +55,13 @@ def test_a_table_has_readable_headers_no_index_and_dashes_for_missing_values():
     assert 'class="book-table"' in plain
 
 
+def test_an_interval_is_one_column_whose_bound_near_zero_reads_as_zero():
+    frame = pd.DataFrame({"mean": [0.2], "ci_low": [1.2e-5], "ci_high": [0.41], "p_value": [1.2e-5]})
+    html = table(frame).to_html()
+    assert ">[0.000, 0.410]<" in html and "Welch 95% CI" in html and "ci high" not in html
+    assert "1.2×10⁻⁵" in html  # the p-value column keeps its scientific notation
+
+
 def test_two_columns_with_one_header_are_refused():
     frame = pd.DataFrame({"mean": [1.0], "mean (nats)": [2.0]})
     with pytest.raises(ValueError, match="pass headers="):

@@ -12,10 +12,12 @@ losses are computed, and how gradient norms are taken and clipped per model.
 from __future__ import annotations
 
 import math
+from typing import Protocol
 
 import torch
 
 from .profiles import Profile
+from .state import RunState
 
 
 def lr_at(step: int, profile: Profile) -> float:
@@ -46,16 +48,29 @@ def is_log_step(step: int, profile: Profile) -> bool:
     return step % profile.log_interval == 0 or step == profile.max_iters - 1
 
 
-def take_step(trainer, step: int, log: bool) -> None:
+class Stepper(Protocol):
+    """What :func:`take_step` needs of a trainer of K models (K = 1 for a single run)."""
+
+    profile: Profile
+    states: list[RunState]  # one per model, in the order of the hooks' outputs
+    device: str
+    optimizer: torch.optim.Optimizer
+
+    def losses(self, with_hidden: bool) -> tuple[torch.Tensor, list | None]:
+        """One micro-batch's per-model losses (shape (K,) or a scalar) and, when asked,
+        each model's hidden-state norms."""
+
+    def layer_norms(self) -> list[dict]:
+        """Each model's gradient norm per layer group."""
+
+    def clip(self, max_norm: float) -> torch.Tensor:
+        """Clip each model's gradients to ``max_norm``; the norms before clipping, shape (K,)."""
+
+
+def take_step(trainer: Stepper, step: int, log: bool) -> None:
     """One optimisation step of every model of ``trainer``: set the learning rate, accumulate
     gradients over ``grad_accum`` micro-batches, clip each model's global norm, step AdamW,
-    and, when ``log``, append each model's loss, learning rate and norms to its curves.
-
-    The trainer provides ``profile``, ``states``, ``device``, ``optimizer`` and three hooks:
-    ``losses(with_hidden)`` (one micro-batch: the per-model losses, shape (K,) or a scalar,
-    and, when asked, each model's hidden-state norms), ``layer_norms()`` (each model's
-    gradient norm per layer group) and ``clip(max_norm)`` (clip each model's gradients to
-    ``max_norm``; returns the norms before clipping, shape (K,))."""
+    and, when ``log``, append each model's loss, learning rate and norms to its curves."""
     profile = trainer.profile
     lr = lr_at(step, profile)
     for group in trainer.optimizer.param_groups:

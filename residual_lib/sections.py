@@ -116,7 +116,7 @@ def escape_condition(profile: str, run_profile: str, gain: float, init_noise: fl
         return f"initial weights nudged by {scientific(init_noise, 1)}"
     if gain != 1.0:
         return f"gain {gain:g}"
-    return "as recorded (central sweep)"
+    return f"{profile} recipe"  # the base profile's runs, unchanged: the central sweep's and the escape rate's
 
 
 PLANS = {

@@ -13,7 +13,7 @@ from residual_lib.chapters import escape
 from residual_lib.profiles import get_profile
 from residual_lib.runs import Run
 
-BASE, NUDGED = "as recorded (central sweep)", "initial weights nudged by 1×10⁻⁶"
+BASE, NUDGED = "cpu recipe", "initial weights nudged by 1×10⁻⁶"
 
 
 def runs_frame(rows) -> pd.DataFrame:
@@ -66,6 +66,7 @@ def test_rate_table_writes_counts_and_percent_intervals_and_keeps_fishers_p_only
     table = escape.rate_table(rates)
     assert list(table.columns) == ["setting", "threshold", "escapes", "rate", "interval", "fisher_p"]
     assert list(table.escapes) == ["2 of 5", "0 of 5"] and list(table.interval) == ["5% to 85%", "0% to 52%"]
+    assert list(table.rate) == ["40%", "0%"] and list(table.threshold) == ["0.05", "0.05"]
     one = escape.rate_table(rates.head(1).drop(columns="fisher_p"))
     assert list(one.columns) == ["setting", "threshold", "escapes", "rate", "interval"]
     assert escape.rate_table(pd.DataFrame()).empty
@@ -179,4 +180,4 @@ def test_missing_runs_lists_one_label_per_row():
 
 @pytest.mark.parametrize("profile", ["cpu", "smoke"])
 def test_base_conditions_are_the_recorded_and_the_nudged_runs_at_every_profile(profile):
-    assert escape.base_conditions(profile) == (BASE, NUDGED)
+    assert escape.base_conditions(profile) == (f"{profile} recipe", NUDGED)

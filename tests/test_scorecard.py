@@ -131,6 +131,23 @@ def test_an_escaping_ffn_only_seed_splits_the_claims(tmp_path):
     assert table.loc[("ffn_vs_no_residual", "cpu"), "verdict"] == "partly reproduced"
 
 
+def test_seeds_trained_for_ffn_only_alone_count_for_its_own_claims_and_no_comparison(tmp_path):
+    central(tmp_path, "cpu", attn=1.8, ffn=3.34)
+    for seed in (1, 2, 3):
+        fake_record(tmp_path, "cpu", "mixer", seed, 2.05)
+    rows = ["mixer_test", "ratio_10m", "hidden_norm_growth", "asymmetry_10m", "eval_noise_explains"]
+    before = scorecard.build(tmp_path, stand_in="cpu").set_index(["claim", "profile"])
+    for seed in (11, 12, 13, 14):  # the escape rate's extra seeds: ffn_only only, two of them escape
+        fake_record(tmp_path, "cpu", "ffn_only", seed, 3.0 if seed > 12 else FLOOR, norms=(1.0, 2.0, 40.0))
+    after = scorecard.build(tmp_path, stand_in="cpu").set_index(["claim", "profile"])
+    for claim in rows:  # a comparison between variants averages each over the central sweep's seeds 1-3
+        assert after.loc[(claim, "cpu"), "ours"] == before.loc[(claim, "cpu"), "ours"], claim
+        assert after.loc[(claim, "cpu"), "seeds"] == before.loc[(claim, "cpu"), "seeds"], claim
+    collapse = after.loc[("ffn_collapse_10m", "cpu")]  # "in every seed": every ffn_only seed counts
+    assert "escapes in 2 of 7 seeds" in collapse["ours"] and collapse["verdict"] == "not reproduced"
+    assert "of 7 seeds" in after.loc[("layer0_starved_ffn_only", "cpu"), "ours"]
+
+
 def test_the_floor_is_the_one_of_the_evaluation_batches_on_both_sides(tmp_path):
     # 0.04 below the evaluation floor is "at the floor"; 0.06 below is not (the whole-split
     # floor, 0.012 higher, would have made the tolerance lopsided)
@@ -324,7 +341,7 @@ def test_the_escape_plan_covers_every_condition_and_keeps_the_central_runs():
     assert {s.variant for s in specs} == {"ffn_only"}
     labels = [escape_condition("cpu", s.profile.name, s.gain, s.init_noise) for s in specs]
     # the escape rate's twenty seeds, at the base profile and with dropout; the other conditions at the given seeds
-    assert labels.count("as recorded (central sweep)") == 20 and labels.count("dropout 0.2") == 20
+    assert labels.count("cpu recipe") == 20 and labels.count("dropout 0.2") == 20
     assert labels.count("initial weights nudged by 1×10⁻⁶") == 2 and labels.count("6,000 steps") == 2
     assert {s.seed for s in specs if s.profile.name == "cpu-dropout"} == set(ESCAPE_RATE_SEEDS) | {1, 2}
     assert len(specs) == len(set(specs))

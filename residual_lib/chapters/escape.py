@@ -70,12 +70,14 @@ def rate_settings(profile: str) -> list[str]:
 
 
 def rate_table(rates: pd.DataFrame) -> pd.DataFrame:
-    """The escape rates (:func:`escapes.escape_rates`) as the page shows them: the count as ``k of n``, the interval
-    in percent, and Fisher's p when two settings are compared."""
+    """The escape rates (:func:`escapes.escape_rates`) as the page shows them: the line as the prose writes it, the
+    count as ``k of n``, the rate and its interval in percent, and Fisher's p when two settings are compared."""
     columns = ["setting", "threshold", "escapes", "rate", "interval"] + (["fisher_p"] if "fisher_p" in rates else [])
     if rates.empty:
         return pd.DataFrame(columns=columns)
-    shown = rates.assign(escapes=[f"{k} of {n}" for k, n in zip(rates.escaped, rates.runs)],
+    shown = rates.assign(threshold=[f"{t:g}" for t in rates.threshold],
+                         escapes=[f"{k} of {n}" for k, n in zip(rates.escaped, rates.runs)],
+                         rate=[f"{r:.0%}" for r in rates.rate],
                          interval=[f"{lo:.0%} to {hi:.0%}" for lo, hi in zip(rates.low, rates.high)])
     return shown[columns]
 

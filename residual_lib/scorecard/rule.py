@@ -9,6 +9,7 @@ from typing import Callable
 
 import pandas as pd
 
+from ..architecture import CENTRAL_VARIANTS
 from ..frames import recipe_runs
 from ..profiles import BOOK_PROFILE, DROPOUT_TWIN
 from ..sections import controlled, random_evaluation
@@ -76,27 +77,40 @@ def count(k: int, n: int, what: str) -> str:
     return f"{what} in {k} of {n} seeds"
 
 
+def sweep_seeds(central: pd.DataFrame) -> list[int]:
+    """The seeds of the central sweep in ``central`` (controlled runs): those at which every
+    central variant recorded at all has a run. A seed trained for one variant alone (the
+    FFNOnly escape rate's) is not one of them."""
+    variants = set(central.variant) & set(CENTRAL_VARIANTS)
+    seeds = central[central.variant.isin(variants)].groupby("seed")["variant"].nunique()
+    return sorted(int(s) for s in seeds[seeds == len(variants)].index)
+
+
 class ProfileRecords:
-    """The records of one profile, with the slices the rules use."""
+    """The records of one profile, with the slices the rules use: ``central``, every
+    controlled run (a claim about one variant in every seed reads all of its seeds), and
+    ``sweep``, the controlled runs at the central sweep's seeds (:func:`sweep_seeds`), so
+    that a comparison between variants averages each one over the same seeds."""
 
     def __init__(self, frame: pd.DataFrame, profile: str):
         self.profile = profile
         self.all = recipe_runs(frame[frame.profile == profile])  # an overridden run is not the profile's
         self.central = controlled(self.all)
+        self.sweep = self.central[self.central.seed.isin(sweep_seeds(self.central))]
         self.random = random_evaluation(self.all)
         self.floor = float(self.central["eval_floor"].iloc[0]) if len(self.central) else math.nan
 
     def means(self, frame=None) -> pd.Series:
-        frame = self.central if frame is None else frame
+        frame = self.sweep if frame is None else frame
         return frame.groupby("variant")["final_val_loss"].mean()
 
     def has(self, variants, frame=None) -> bool:
-        frame = self.central if frame is None else frame
+        frame = self.sweep if frame is None else frame
         return set(variants) <= set(frame["variant"])
 
     def by_seed(self, frame=None) -> pd.DataFrame:
         """Final losses, one row per seed, one column per variant."""
-        frame = self.central if frame is None else frame
+        frame = self.sweep if frame is None else frame
         return frame.pivot_table(index="seed", columns="variant", values="final_val_loss")
 
 

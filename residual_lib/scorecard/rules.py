@@ -37,7 +37,7 @@ def _joint_collapse(r: ProfileRecords, rows):
     ok = all(abs(means[v] - floor) <= limits.FLOOR_TOL for v in PARTIAL)
     if r.profile in PAPER_SCALE:
         ok = ok and all(agrees(means[v], rows.iloc[0]) for v in PARTIAL)
-    noise = analysis.val_estimates(r.central)
+    noise = analysis.val_estimates(r.sweep)
     if len(noise):
         misorder = analysis.misorder_probability(noise, "attn_only", "ffn_only")
         ours += (f". Random evaluation moves a final model's loss by sd {noise.deviation.std():.3f} nats "
@@ -96,10 +96,10 @@ _DRIFT = "drift |h_L - h_1| / |h_1|, end"
       "(AttnOnly recovers) need not agree")
 def _growth(r: ProfileRecords, rows):
     drift = rows[rows.quantity == "representation_drift"]
-    variants = [v for v in drift.variant if v in set(r.central.variant)]
+    variants = [v for v in drift.variant if v in set(r.sweep.variant)]
     if len(variants) < 2:
         return None
-    frame = r.central[r.central.variant.isin(variants)]
+    frame = r.sweep[r.sweep.variant.isin(variants)]
     ours_drift = (analysis.growth_definitions(frame).query("definition == @_DRIFT")
                   .groupby("variant")["value"].mean())
     parts, agree = [], 0
@@ -110,7 +110,7 @@ def _growth(r: ProfileRecords, rows):
         parts.append(f"{v} {ours_drift[v]:.2f} (paper {theirs:g}, {'agrees' if ok else 'differs'})")
     states = []
     if "attn_only" in variants:
-        attn = r.central[r.central.variant == "attn_only"].final_val_loss.mean()
+        attn = r.sweep[r.sweep.variant == "attn_only"].final_val_loss.mean()
         if attn < r.floor - limits.RECOVERY_MARGIN:
             states.append("attn_only recovered here, unlike in the paper's diagnostic runs")
     ours = f"drift {'; '.join(parts)}" + (f"; {states[0]}" if states else "")
@@ -181,7 +181,7 @@ def _asymmetry(r: ProfileRecords, rows):
       "of the floor in every seed, not reproduced if any seed escapes. The row gives the escape rate "
       f"with its {limits.ESCAPE_CONFIDENCE:.0%} Clopper-Pearson interval over every ffn_only seed of the profile")
 def _ffn_collapse(r: ProfileRecords, rows):
-    if not r.has(("ffn_only",)):
+    if not r.has(("ffn_only",), r.central):
         return None
     ffn = r.central[r.central.variant == "ffn_only"].sort_values("seed")
     at_floor = (ffn.final_val_loss - r.floor).abs() <= limits.FLOOR_TOL
@@ -230,8 +230,8 @@ def _absolute(r: ProfileRecords, rows):
         value = means[variants[0]]
         ours = f"{variants[0]} {fmt(value)}"
     if r.profile not in PAPER_SCALE:
-        return ours, seeds(r.central), "inconclusive"
-    return ours, seeds(r.central), verdict(agrees(value, first))
+        return ours, seeds(r.sweep), "inconclusive"
+    return ours, seeds(r.sweep), verdict(agrees(value, first))
 
 
 @rule("alpha_routing",
@@ -242,7 +242,7 @@ def _absolute(r: ProfileRecords, rows):
 def _alpha(r: ProfileRecords, rows):
     if not r.has(("attn_only", "full")):
         return None
-    frame = r.central[r.central.variant.isin(["attn_only", "full"])]
+    frame = r.sweep[r.sweep.variant.isin(["attn_only", "full"])]
     table = analysis.alpha_summary(frame).groupby("variant")[["mean", "max_head", "max_layer"]].mean()
     block = int(frame.block_size.iloc[0])
     uniform = analysis.uniform_causal_alpha(block)
@@ -272,7 +272,7 @@ def _undefined(r: ProfileRecords, rows):
 def _mixer(r: ProfileRecords, rows):
     if not r.has(("attn_only", "ffn_only", "mixer")):
         return None
-    c = r.central
+    c = r.sweep
     means = r.means()
     gap = means["ffn_only"] - means["attn_only"]
     closed = (means["ffn_only"] - means["mixer"]) / gap
@@ -342,7 +342,7 @@ def _nondeterministic(r: ProfileRecords, rows):
       "discrepancy and it never ranks attn_only above ffn_only; reproduced if a deviation reaches the "
       "discrepancy; inconclusive in between")
 def _eval_noise(r: ProfileRecords, rows):
-    noise = analysis.val_estimates(r.central)
+    noise = analysis.val_estimates(r.sweep)
     if noise.empty or not {"attn_only", "ffn_only"} <= set(noise.variant):
         return None
     discrepancy = float(rows.iloc[0]["value"])
@@ -358,4 +358,4 @@ def _eval_noise(r: ProfileRecords, rows):
         verdict = "not reproduced"
     else:
         verdict = "inconclusive"
-    return ours, seeds(r.central), verdict
+    return ours, seeds(r.sweep), verdict

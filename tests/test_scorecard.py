@@ -493,3 +493,20 @@ def test_the_verdict_box_counts_each_profiles_runs_on_its_own(tmp_path):
     scope = html[html.index('class="verdict-box-scope"'):]
     assert "12 runs at <code>cpu</code> (seeds 1, 2, 3) and 8 runs at <code>cpu-dropout</code> (8 seeds)" in scope
     assert f"read from <code>{tmp_path.name}/</code>" in scope
+
+
+def test_the_headline_states_the_asymmetry_over_the_sweeps_seeds_and_every_ffn_only_escape(tmp_path):
+    from residual_lib.frames import load_records
+
+    central(tmp_path, "cpu", attn=1.8, ffn=3.34)
+    fake_record(tmp_path, "cpu", "ffn_only", 11, 3.0)  # an escape-rate seed: ffn_only alone, and it escapes
+    records = load_records(tmp_path)
+    text = scorecard.headline(scorecard.build(tmp_path, stand_in="cpu"), records, stand_in="cpu")
+    # the means compare the variants over the central sweep's seeds only (3.0 would pull ffn_only to 3.255)
+    assert "it holds in every seed: AttnOnly ends at 1.800 nats and FFNOnly at 3.340, against a floor of 3.347" in text
+    assert "(means over the three seeds of the central sweep)" in text
+    assert "it leaves the floor in 1 of 4 seeds without dropout." in text  # every ffn_only seed counts here
+    assert text.endswith("The paper's own 10M and 124M runs wait for a GPU, so its absolute numbers are not checked yet.")
+    fake_record(tmp_path, "cpu", "attn_only", 1, 3.34)  # seed 1 collapses too: the asymmetry holds in part
+    text = scorecard.headline(scorecard.build(tmp_path, stand_in="cpu"), load_records(tmp_path), stand_in="cpu")
+    assert "it holds in some seeds only" in text

@@ -65,6 +65,7 @@ for name, text in ladder.recipe(rungs).items():
 shape = scaling.ladder_rungs(records, rungs)
 for name, text in ladder.token_budget(shape).items():
     glue(name, text)
+glue("ladder_recorded", ladder.recorded(shape))
 table(shape, headers={"minutes per run": "minutes per run (median)"})
 
 # %% [markdown]
@@ -131,8 +132,8 @@ Markdown(ladder.bullet_list(findings.values()))
 # %% [markdown]
 # **What this can and cannot tell.** Within the ladder, a trend in `attn_only − full`
 # (shrinking or growing with size) and whether `ffn_only` stays at the floor at every rung
-# are measured, with the seed spread as error bars, over about two decades of parameters up
-# to the paper's own 10M shape. What it cannot tell is the behaviour at 124M: the ladder
+# are measured, with the seed spread as error bars, over the rungs that have records.
+# {glue:text}`ladder_recorded` What it cannot tell is the behaviour at 124M: the ladder
 # trains on characters rather than BPE tokens, at one small token budget rather than the
 # paper's, and its top rung is still an order of magnitude smaller than GPT-2 small. It
 # narrows the question (does the asymmetry move between 0.1M and 10M at a fixed budget?)

@@ -38,5 +38,5 @@ def section(number: int | str) -> pd.DataFrame:
     """The paper's reported values for one of its sections, for display beside ours."""
     table = claims()
     rows = table[table.section == str(number)]
-    return rows[["claim", "scale", "variant", "quantity", "value", "std", "seeds", "statement", "note"]].rename(
+    return rows[["claim", "scale", "variant", "quantity", "value", "std", "seeds", "inferred", "statement", "note"]].rename(
         columns={"value": "paper's value", "std": "paper's std", "note": "about the value"}).reset_index(drop=True)

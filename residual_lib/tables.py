@@ -166,12 +166,6 @@ def plural(noun: str, count: int) -> str:
     return noun if count == 1 else noun + "s"
 
 
-def e_notation(value: float) -> str:
-    """A small constant as the prose writes it: ``5e-4``, not Python's ``5e-04`` or ``0.0005``."""
-    mantissa, exponent = f"{value:.0e}".split("e")
-    return f"{mantissa}e{int(exponent)}"
-
-
 def missing_runs(absent: list) -> pd.DataFrame:
     """Runs a page would show that have no record yet (``records.attrs["missing"]``), one per row."""
     return pd.DataFrame({"run": [run.label() for run in absent]})

@@ -31,7 +31,7 @@ def labelled(rows, profile: str = "cpu") -> pd.DataFrame:
 
 def test_prose_constants_are_the_codes_constants_as_the_prose_writes_them():
     assert escape.prose_constants([0.5, 2.0, 4.0]) == {
-        "escape_line": "0.05", "escape_nudge": "1e-6", "escape_nudge_formula": "`1 + 1e-6·N(0,1)`",
+        "escape_line": "0.05", "escape_nudge": "1×10⁻⁶", "escape_nudge_formula": "1 + 1×10⁻⁶·N(0,1)",
         "escape_gains": "0.5, 2, 4", "escape_dropout": "0.2", "escape_long_steps": "6,000", "escape_layer0_from": "6%"}
     assert escape.distances_alt().endswith("vertical lines at 0.02, 0.05 and 0.1 nats.")
     smoke = escape.prose_constants([1.0], "smoke")  # the conditions of the profile asked for
@@ -121,17 +121,28 @@ def test_stable_seeds_and_runs_between_the_lines_are_said_so():
 
 def test_condition_sentence_counts_runs_in_the_singular_and_the_plural():
     one = labelled([("cpu", 1337, 2.0, 0.0, 0.1)])
-    assert escape.condition_sentence("gain 2", one) == "Gain 2: 1 of 1 run escapes (seed 1337)."
+    assert escape.condition_sentence("gain 2", one) == "With gain 2, its one run (seed 1337) escapes."
     three = labelled([("cpu-dropout", 42, 1.0, 0.0, 0.1), ("cpu-dropout", 7, 1.0, 0.0, 0.1),
                       ("cpu-dropout", 8, 1.0, 0.0, 0.0)])
-    assert escape.condition_sentence("dropout 0.2", three) == "Dropout 0.2: 2 of 3 runs escape (seeds 7, 42)."
-    assert escape.condition_sentence("dropout 0.2", three[three.seed == 8]) == "Dropout 0.2: 0 of 1 run escapes."
+    assert escape.condition_sentence("dropout 0.2", three) == "With dropout 0.2, 2 of 3 runs escape (seeds 7 and 42)."
+    assert escape.condition_sentence("dropout 0.2", three[three.seed != 42]) == \
+        "With dropout 0.2, 1 of 2 runs escapes (seed 7)."
+    none = labelled([("cpu-dropout", 8, 1.0, 0.0, 0.0), ("cpu-dropout", 9, 1.0, 0.0, 0.0)])
+    assert escape.condition_sentence("dropout 0.2", none) == "With dropout 0.2, none of 2 runs escapes."
+    assert escape.condition_sentence("dropout 0.2", three[three.seed == 8]) == \
+        "With dropout 0.2, its one run (seed 8) does not escape."
 
 
 def test_the_finding_names_unrecorded_profiles_but_not_unrecorded_gains():
     runs = labelled([("cpu", 1, 1.0, 0.0, 0.1), ("cpu-dropout", 1, 1.0, 0.0, 0.0), ("cpu", 1, 2.0, 0.0, 0.0)])
     text = escape.finding(runs, "cpu", escape.condition_order(runs, "cpu") + ["gain 4"])
-    assert text == "Dropout 0.2: 0 of 1 run escapes. 6,000 steps: not recorded yet. Gain 2: 0 of 1 run escapes."
+    assert text == ("With dropout 0.2, its one run (seed 1) does not escape. The 6,000 steps condition is not"
+                    " recorded yet. With gain 2, its one run (seed 1) does not escape.")
+    gains = labelled([("cpu", 1337, g, 0.0, 0.1 if g == 2.0 else 0.0) for g in (0.5, 2.0, 4.0)])
+    assert escape.finding(gains, "cpu", escape.condition_order(gains, "cpu")).endswith(
+        "Of the runtime gains 0.5, 2 and 4 (seed 1337), only gain 2 lets it escape.")
+    assert escape.gain_sentence(gains.assign(escaped=False)).endswith("none lets FFNOnly escape.")
+    assert escape.gain_sentence(gains.assign(escaped=True)).endswith("every one lets FFNOnly escape.")
     assert escape.finding(labelled([]), "paper-10m", [BASE, NUDGED]) == "No escape-study records at this profile yet."
 
 

@@ -101,5 +101,5 @@ def test_the_quoted_constants_read_as_the_prose_writes_them():
     assert quoted["layer0_from_step"] == str(round(analysis.LAYER0_FROM * 150))
     assert quoted["layer0_from"] == f"{round(analysis.LAYER0_FROM * 100)}%"
     assert quoted["paper_10m_steps"] == f"{analysis.PAPER_10M_STEPS:,}"
-    assert float(quoted["layer0_zero"]) == scorecard.LAYER0_ZERO
+    assert quoted["layer0_zero"] == "5×10⁻⁴" and scorecard.LAYER0_ZERO == 5e-4
     assert joint_collapse.quoted("cpu")["stand_in_steps"] == "2,000"

@@ -37,6 +37,14 @@ def test_token_budget_reads_the_first_rungs_tokens_and_the_top_rungs_size():
                                           "paper_tokens_per_param": "8"}
 
 
+def test_recorded_names_the_rungs_with_records_and_those_without():
+    shape = pd.DataFrame({"parameters": [120_000, 801_664, 10_700_000], "runs recorded": [12, 12, 0]})
+    assert ladder.recorded(shape) == ("The rungs recorded so far are at 0.12M and 0.8M parameters; the 10.7M rung has"
+                                      " no records yet.")
+    assert ladder.recorded(shape.assign(**{"runs recorded": 3})).endswith("0.8M and 10.7M parameters, every rung of the ladder.")
+    assert ladder.recorded(shape.assign(**{"runs recorded": 0})) == "No rung has records yet."
+
+
 def test_missing_runs_lists_one_label_per_row():
     absent = [Run("ladder-3m", "full", 1337), Run("ladder-10m", "ffn_only", 42)]
     assert ladder.missing_runs(absent).to_dict("list") == {"run": ["ladder-3m full seed 1337",

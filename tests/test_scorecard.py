@@ -510,3 +510,15 @@ def test_the_headline_states_the_asymmetry_over_the_sweeps_seeds_and_every_ffn_o
     fake_record(tmp_path, "cpu", "attn_only", 1, 3.34)  # seed 1 collapses too: the asymmetry holds in part
     text = scorecard.headline(scorecard.build(tmp_path, stand_in="cpu"), load_records(tmp_path), stand_in="cpu")
     assert "it holds in some seeds only" in text
+
+
+def test_the_papers_values_mark_the_seeds_the_summary_does_not_state():
+    from residual_lib import paper
+
+    rows = paper.section(6)
+    inferred = rows[rows.inferred.fillna("").str.contains("seeds")]
+    stated = rows[~rows.inferred.fillna("").str.contains("seeds") & rows.seeds.notna()]
+    assert len(inferred) and len(stated)
+    shown = scorecard.section_view(6).data
+    assert f"{inferred.seeds.iloc[0]} (inferred)" in shown
+    assert shown.count("(inferred)") == len(inferred)

@@ -9,14 +9,7 @@ import pandas as pd
 import pytest
 
 from residual_lib.runs import Run
-from residual_lib.tables import (
-    MISSING,
-    e_notation,
-    listing,
-    missing_runs,
-    number,
-    table,
-)
+from residual_lib.tables import MISSING, listing, missing_runs, number, table
 
 
 @pytest.mark.parametrize("value, text", [
@@ -83,6 +76,5 @@ def test_a_column_of_everyday_magnitudes_never_shows_scientific_notation_or_minu
 
 def test_prose_helpers_write_lists_constants_and_missing_runs_as_the_pages_do():
     assert listing([3]) == "3" and listing(["a", "b"]) == "a and b" and listing([1, 2, 3]) == "1, 2 and 3"
-    assert [e_notation(v) for v in (5e-4, 1e-3, 1e-6, 3e-5)] == ["5e-4", "1e-3", "1e-6", "3e-5"]
     assert missing_runs([Run("smoke", "full", 1), Run("smoke", "ffn_only", 2)]).to_dict("list") == {
         "run": ["smoke full seed 1", "smoke ffn_only seed 2"]}

@@ -10,7 +10,7 @@ from .. import analysis, escapes, scorecard, verify
 from ..profiles import BOOK_PROFILE, get_profile
 from ..sections import (DROPOUT_CONDITION as DROPOUT, ESCAPE_INIT_NOISE, ESCAPE_PROFILES, ESCAPE_THRESHOLDS,
                         LONG_CONDITION, escape_condition)
-from ..tables import e_notation, listing, missing_runs  # noqa: F401 (missing_runs: the notebook's)
+from ..tables import listing, missing_runs, scientific  # noqa: F401 (missing_runs: the notebook's)
 
 
 def prose_constants(escape_gains, profile: str = BOOK_PROFILE) -> dict[str, str]:
@@ -18,9 +18,9 @@ def prose_constants(escape_gains, profile: str = BOOK_PROFILE) -> dict[str, str]
     the escape line, the nudge's size and formula, the gains tried, the dropout and step budget of ``profile``'s
     dropout and long-budget conditions (:data:`ESCAPE_PROFILES`) and where block 0's gradient is read from."""
     conditions = ESCAPE_PROFILES[profile]
-    nudge = e_notation(ESCAPE_INIT_NOISE)
+    nudge = scientific(ESCAPE_INIT_NOISE, 1)
     return {"escape_line": f"{scorecard.FLOOR_TOL:g}", "escape_nudge": nudge,
-            "escape_nudge_formula": f"`1 + {nudge}·N(0,1)`", "escape_gains": ", ".join(f"{g:g}" for g in escape_gains),
+            "escape_nudge_formula": f"1 + {nudge}·N(0,1)", "escape_gains": ", ".join(f"{g:g}" for g in escape_gains),
             "escape_dropout": f"{get_profile(conditions[DROPOUT]).dropout:g}",
             "escape_long_steps": f"{get_profile(conditions[LONG_CONDITION]).max_iters:,}",
             "escape_layer0_from": f"{analysis.LAYER0_FROM:.0%}"}
@@ -147,26 +147,54 @@ def perturbation_sentences(runs: pd.DataFrame, profile: str) -> list[str]:
     return said
 
 
+def _seeds(seeds) -> str:
+    return f"seed{'' if len(seeds) == 1 else 's'} {listing(sorted(seeds))}"
+
+
 def condition_sentence(condition: str, part: pd.DataFrame) -> str:
-    """How many of one condition's runs (``part``) escape, and which seeds: ``Gain 2: 1 of 1 run escapes (seed
-    1337).``"""
-    one = len(part) == 1
-    seeds = sorted(part.seed[part.escaped])
-    listed = f" (seed{'' if len(seeds) == 1 else 's'} {', '.join(str(s) for s in seeds)})" if seeds else ""
-    return (f"{condition.capitalize()}: {int(part.escaped.sum())} of {len(part)} run{'' if one else 's'}"
-            f" escape{'s' if one else ''}{listed}.")
+    """How many of one condition's runs (``part``) escape, and which seeds: ``With 6,000 steps, 1 of 5 runs escapes
+    (seed 1337).``"""
+    k, n, seeds = int(part.escaped.sum()), len(part), list(part.seed[part.escaped])
+    if n == 1:
+        said = f"its one run (seed {part.seed.iloc[0]}) {'escapes' if k else 'does not escape'}"
+    elif k == 0:
+        said = f"none of {n} runs escapes"
+    else:
+        said = f"{k} of {n} runs escape{'s' if k == 1 else ''} ({_seeds(seeds)})"
+    return f"With {condition}, {said}."
+
+
+def gain_sentence(part: pd.DataFrame) -> str:
+    """The runtime-gain conditions (one run per gain, ``part``) in one sentence: which gains let FFNOnly escape."""
+    gains = sorted(part.gain.unique())
+    escaping = sorted(part.gain[part.escaped].unique())
+    tried = f"Of the runtime gains {listing(f'{g:g}' for g in gains)} ({_seeds(set(part.seed))})"
+    if not escaping:
+        return f"{tried}, none lets FFNOnly escape."
+    if len(escaping) == len(gains):
+        return f"{tried}, every one lets FFNOnly escape."
+    one = len(escaping) == 1
+    return f"{tried}, only {'gain' if one else 'gains'} {listing(f'{g:g}' for g in escaping)} {'lets' if one else 'let'} it escape."
 
 
 def finding(runs: pd.DataFrame, profile: str, order: list[str]) -> str:
     """The chapter's finding: :func:`perturbation_sentences`, then one :func:`condition_sentence` per other condition
-    of ``order``, naming the conditions of :data:`ESCAPE_PROFILES` not recorded yet."""
+    of ``order`` (the gains in one :func:`gain_sentence` when each has one run), naming the conditions of
+    :data:`ESCAPE_PROFILES` not recorded yet."""
     said = perturbation_sentences(runs, profile)
-    for condition in [c for c in order if c not in base_conditions(profile)]:
+    others = [c for c in order if c not in base_conditions(profile)]
+    gains = runs[runs.condition.isin([c for c in others if c.startswith("gain ")])]
+    grouped = len(gains) > 1 and not gains.duplicated("gain").any()
+    for condition in others:
         part = runs[runs.condition == condition]
+        if grouped and condition.startswith("gain "):
+            continue
         if len(part):
             said.append(condition_sentence(condition, part))
         elif condition in ESCAPE_PROFILES.get(profile, {}):
-            said.append(f"{condition.capitalize()}: not recorded yet.")
+            said.append(f"The {condition} condition is not recorded yet.")
+    if grouped:
+        said.append(gain_sentence(gains))
     return " ".join(said) if said else "No escape-study records at this profile yet."
 
 

@@ -7,7 +7,7 @@ import pandas as pd
 
 from .. import analysis, scorecard
 from ..profiles import BOOK_PROFILE, get_profile
-from ..tables import e_notation, number
+from ..tables import number, scientific
 
 #: The scorecard claims the chapter's verdict box shows.
 CLAIMS = ["joint_collapse_10m", "layer0_starved_attn_only", "layer0_starved_ffn_only", "layer0_starved_no_residual",
@@ -27,7 +27,7 @@ def quoted(stand_in: str = BOOK_PROFILE) -> dict[str, str]:
     steps = get_profile(stand_in).max_iters
     return {"layer0_from": f"{analysis.LAYER0_FROM:.0%}", "paper_10m_steps": f"{analysis.PAPER_10M_STEPS:,}",
             "layer0_from_step": f"{round(analysis.LAYER0_FROM * steps):,}", "stand_in_steps": f"{steps:,}",
-            "layer0_zero": e_notation(scorecard.LAYER0_ZERO)}
+            "layer0_zero": scientific(scorecard.LAYER0_ZERO, 1)}
 
 
 def loss_table(runs: pd.DataFrame) -> pd.DataFrame:

@@ -36,6 +36,20 @@ def token_budget(shape: pd.DataFrame) -> dict[str, str]:
             "paper_tokens_per_param": f"{paper.max_iters * paper.tokens_per_step / shape.parameters.iloc[-1]:.0f}"}
 
 
+def recorded(shape: pd.DataFrame) -> str:
+    """Which rungs of the ladder (``shape``: :func:`scaling.ladder_rungs`) have records and which have none yet, as a
+    sentence, so that the prose never claims a range the records do not cover."""
+    size = {True: [], False: []}
+    for _, rung in shape.iterrows():
+        size[bool(rung["runs recorded"])].append(f"{rung.parameters / 1e6:.{3 if rung.parameters >= 1e7 else 2}g}M")
+    if not size[True]:
+        return "No rung has records yet."
+    text = f"The rungs recorded so far are at {listing(size[True])} parameters"
+    if size[False]:
+        return text + f"; the {listing(size[False])} {'rung has' if len(size[False]) == 1 else 'rungs have'} no records yet."
+    return text + ", every rung of the ladder."
+
+
 def loss_summary(records: pd.DataFrame) -> pd.DataFrame:
     """Mean, std (ddof=1) and number of seeds of the final validation loss per rung and variant, smallest rung first."""
     if records.empty:

@@ -170,11 +170,13 @@ def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | 
 def section_view(number: int | str) -> HTML:
     """The paper's values for one section as the book shows them, in one expandable block
     (the chapter's results come first): a compact table (claim, scale, variant, quantity,
-    value ± std, seeds), then each claim's statement and what the summary leaves unstated.
-    Labelled as the paper's."""
+    value ± std, seeds, marked "inferred" where the summary does not state them), then each
+    claim's statement and what the summary leaves unstated. Labelled as the paper's."""
     rows = paper.section(number)
     shown = rows.assign(
         claim=rows.claim.map(lambda c: TITLES.get(c, c)),
+        seeds=[f"{s} (inferred)" if isinstance(i, str) and "seeds" in i else s
+               for s, i in zip(rows.seeds, rows.inferred)],
         value=[fmt(v) + ("" if pd.isna(s) else f" ± {fmt(s)}") for v, s in zip(rows["paper's value"],
                                                                              rows["paper's std"])])
     values = table(shown[["claim", "scale", "variant", "quantity", "value", "seeds"]],

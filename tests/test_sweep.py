@@ -152,7 +152,7 @@ class _RecordingPool:
 
 
 def test_a_misspelt_section_parameter_is_refused_not_ignored():
-    with pytest.raises(ValueError, match="unknown parameter.s. gain_varaint for section 05_confounds: it takes gains, "
+    with pytest.raises(ValueError, match="unknown parameter gain_varaint for section 05_confounds: it takes gains, "
                                          "gain_variant"):
         plan("05_confounds", "smoke", SEEDS, gain_varaint="ffn_only")
     with pytest.raises(ValueError, match="none besides profile"):

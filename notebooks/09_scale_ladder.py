@@ -65,7 +65,7 @@ for name, text in ladder.recipe(rungs).items():
 shape = scaling.ladder_rungs(records, rungs)
 for name, text in ladder.token_budget(shape).items():
     glue(name, text)
-glue("ladder_recorded", ladder.recorded(shape))
+glue("ladder_recorded", ladder.recorded(shape, records))
 table(shape, headers={"minutes per run": "minutes per run (median)"})
 
 # %% [markdown]

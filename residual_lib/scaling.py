@@ -64,8 +64,10 @@ def ladder_gaps(frame: pd.DataFrame, value: str = "final_val_loss") -> pd.DataFr
     return table.sort_values(["gap", "n_params"], ignore_index=True)
 
 
-def _size(n: float) -> str:
-    return f"{n / 1e6:.2g}M"
+def size_text(n: float) -> str:
+    """A parameter count as the prose writes it: two significant digits (0.12M, 3.2M), three
+    from 10M on (10.7M, not 11M)."""
+    return f"{n / 1e6:.{3 if n >= 1e7 else 2}g}M"
 
 
 def ladder_text(gaps: pd.DataFrame, trend: pd.DataFrame, gap: str, floor_tol: float) -> str:
@@ -77,15 +79,15 @@ def ladder_text(gaps: pd.DataFrame, trend: pd.DataFrame, gap: str, floor_tol: fl
     first, last = rows.iloc[0], rows.iloc[-1]
     seeds = f"{int(rows.seeds.min())}" + (f" to {int(rows.seeds.max())}" if rows.seeds.max() != rows.seeds.min() else "")
     if gap == "attn_only - full":
-        text = (f"Removing the feed-forward residual costs {first['mean']:.3f} nats at {_size(first.n_params)} "
-                f"parameters and {last['mean']:.3f} at {_size(last.n_params)} (AttnOnly minus Full, paired by seed, "
+        text = (f"Removing the feed-forward residual costs {first['mean']:.3f} nats at {size_text(first.n_params)} "
+                f"parameters and {last['mean']:.3f} at {size_text(last.n_params)} (AttnOnly minus Full, paired by seed, "
                 f"{seeds} seeds a rung)")
     else:
         off = rows[rows["mean"].abs() > floor_tol]
         text = ("Without the attention residual the model ends at the floor at every rung "
                 f"(within {rows['mean'].abs().max():.3f} nats of it, {seeds} seeds a rung)" if off.empty else
                 "Without the attention residual the model ends at the floor at some rungs and leaves it at "
-                + ", ".join(f"{_size(r.n_params)} ({-r.mean:.3f} nats below it, mean over seeds)"
+                + ", ".join(f"{size_text(r.n_params)} ({-r.mean:.3f} nats below it, mean over seeds)"
                             for r in off.itertuples()))
     fit = trend.set_index("gap").loc[gap] if gap in set(trend.gap) else None
     if fit is None or pd.isna(fit.slope_per_decade):

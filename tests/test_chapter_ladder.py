@@ -37,12 +37,15 @@ def test_token_budget_reads_the_first_rungs_tokens_and_the_top_rungs_size():
                                           "paper_tokens_per_param": "8"}
 
 
-def test_recorded_names_the_rungs_with_records_and_those_without():
-    shape = pd.DataFrame({"parameters": [120_000, 801_664, 10_700_000], "runs recorded": [12, 12, 0]})
-    assert ladder.recorded(shape) == ("The rungs recorded so far are at 0.12M and 0.8M parameters; the 10.7M rung has"
-                                      " no records yet.")
-    assert ladder.recorded(shape.assign(**{"runs recorded": 3})).endswith("0.8M and 10.7M parameters, every rung of the ladder.")
-    assert ladder.recorded(shape.assign(**{"runs recorded": 0})) == "No rung has records yet."
+def test_recorded_names_whole_partial_and_missing_rungs():
+    shape = pd.DataFrame({"profile": ["a", "b", "c", "d"], "parameters": [120_000, 801_664, 3_176_192, 10_672_512]})
+    runs = [(p, v) for p in "ab" for v in ("full", "attn_only", "ffn_only", "no_residual")] + [("d", "full"),
+                                                                                              ("d", "attn_only")]
+    records = pd.DataFrame(runs, columns=["profile", "variant"])
+    assert ladder.recorded(shape, records) == ("The 0.12M and 0.8M rungs are recorded; at 10.7M only full and"
+                                               " attn_only so far; the 3.2M rung has no records yet.")
+    assert ladder.recorded(shape.head(1), records) == "The 0.12M rung is recorded."
+    assert ladder.recorded(shape, records.head(0)) == "No rung has records yet."
 
 
 def test_missing_runs_lists_one_label_per_row():

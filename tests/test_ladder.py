@@ -100,3 +100,9 @@ def test_the_bootstrap_interval_depends_on_the_values_not_their_order():
     shuffled = analysis.welch_gap(a[::-1], [b[i] for i in (2, 0, 4, 1, 3)])
     assert (gap["boot_low"], gap["boot_high"]) == (shuffled["boot_low"], shuffled["boot_high"])
     assert gap["boot_low"] < gap["gap"] < gap["boot_high"]
+
+
+def test_a_parameter_count_reads_with_two_significant_digits_and_three_from_ten_million():
+    from residual_lib.scaling import size_text
+
+    assert [size_text(n) for n in (116_304, 801_664, 3_176_192, 10_672_512)] == ["0.12M", "0.8M", "3.2M", "10.7M"]

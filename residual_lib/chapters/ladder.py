@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .. import scaling, scorecard
+from ..architecture import CENTRAL_VARIANTS
 from ..profiles import get_profile
 from ..tables import listing, missing_runs  # noqa: F401 (missing_runs: the notebook's)
 
@@ -36,18 +37,24 @@ def token_budget(shape: pd.DataFrame) -> dict[str, str]:
             "paper_tokens_per_param": f"{paper.max_iters * paper.tokens_per_step / shape.parameters.iloc[-1]:.0f}"}
 
 
-def recorded(shape: pd.DataFrame) -> str:
-    """Which rungs of the ladder (``shape``: :func:`scaling.ladder_rungs`) have records and which have none yet, as a
-    sentence, so that the prose never claims a range the records do not cover."""
-    size = {True: [], False: []}
+def recorded(shape: pd.DataFrame, records: pd.DataFrame) -> str:
+    """Which rungs of the ladder (``shape``: :func:`scaling.ladder_rungs`) have records of every central variant, which
+    of some only (named) and which of none yet, as a sentence, so that the prose never claims a range the records do
+    not cover."""
+    whole, some, none = [], [], []
     for _, rung in shape.iterrows():
-        size[bool(rung["runs recorded"])].append(f"{rung.parameters / 1e6:.{3 if rung.parameters >= 1e7 else 2}g}M")
-    if not size[True]:
+        size = scaling.size_text(rung.parameters)
+        have = [v for v in CENTRAL_VARIANTS if len(records) and ((records.profile == rung.profile)
+                                                                & (records.variant == v)).any()]
+        (whole if len(have) == len(CENTRAL_VARIANTS) else some if have else none).append((size, have))
+    if not whole and not some:
         return "No rung has records yet."
-    text = f"The rungs recorded so far are at {listing(size[True])} parameters"
-    if size[False]:
-        return text + f"; the {listing(size[False])} {'rung has' if len(size[False]) == 1 else 'rungs have'} no records yet."
-    return text + ", every rung of the ladder."
+    parts = [f"the {listing(s for s, _ in whole)} {'rung is' if len(whole) == 1 else 'rungs are'} recorded"] if whole else []
+    parts += [f"at {s} only {listing(have)} so far" for s, have in some]
+    if none:
+        parts.append(f"the {listing(s for s, _ in none)} {'rung has' if len(none) == 1 else 'rungs have'} no records yet")
+    text = "; ".join(parts) + "."
+    return text[0].upper() + text[1:]
 
 
 def loss_summary(records: pd.DataFrame) -> pd.DataFrame:

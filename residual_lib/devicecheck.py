@@ -19,6 +19,9 @@ numbers) when a tolerance is not met. Tolerances are stated where they are used:
   masks end with different losses, both finite and below the floor;
 * ``grad_accum`` -- one step of 4 micro-batches of 4 sequences gives the gradient of one
   batch of 16 (single and fused trainers), to 1e-5 relative in fp32;
+* ``fused_attention`` (CUDA only) -- at ``paper-10m``'s attention shape in bf16, each fast
+  attention kernel's gradient under ``vmap`` against ``math``'s, and the kernel the fused
+  trainer picks (:func:`residual_lib.fused.choose_kernel`; tolerance 0.05 relative);
 * ``compile`` (CUDA only) -- 40 smoke steps through ``torch.compile`` match eager training
   to 1e-2 relative in the loss (fused kernels sum in another order, in bf16).
 """
@@ -164,12 +167,21 @@ def compile_matches_eager(device: str) -> dict:
     return result
 
 
+def fused_attention(device: str) -> dict:
+    from .fused import choose_kernel, kernel_errors
+    p = get_profile("paper-10m")
+    errors = kernel_errors(device, torch.autocast("cuda", dtype=torch.bfloat16), p.n_head, p.n_embd // p.n_head,
+                           p.block_size)
+    return {"relative_gradient_error": {k.name: e for k, e in errors.items()}, "chosen": choose_kernel(errors).name}
+
+
 #: name -> (check, runs on CPU too)
 CHECKS = {
     "smoke_bf16": (smoke_bf16, True),
     "fused_matches_single": (fused_matches_single, True),
     "dropout_fused": (dropout_fused, True),
     "grad_accum": (grad_accum, True),
+    "fused_attention": (fused_attention, False),
     "compile": (compile_matches_eager, False),
 }
 

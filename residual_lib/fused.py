@@ -25,6 +25,15 @@ variant, whose token mixer has other parameters than attention, needs a group of
 own; :func:`residual_lib.runs.fuse_groups` splits a list of runs accordingly (by
 :attr:`residual_lib.runs.Run.fuse_key`).
 
+Attention on CUDA: ``vmap`` folds the model axis into the batch of the flash, memory-efficient
+and cuDNN attention kernels, but the backward of some of them rejects or misreads the
+log-sum-exp their forward saved under ``vmap`` (the memory-efficient kernel of torch 2.11
+raises "LSE is not correctly aligned"). The trainer therefore tries each fast kernel once,
+on a small batch of the group's own attention shape and precision, and uses the first whose
+gradients under ``vmap`` match the reference ``math`` kernel's; if none does, every step
+uses ``math`` (:func:`attention_backend`). On CPU, where SDPA has no ``vmap`` rule, nothing
+changes.
+
 Numerics: batched matrix multiplications may sum in another order than K separate
 ones, so a fused run matches its single run to float rounding (the test suite checks
 1e-5 relative over the loss curves), not bitwise. Dropout under ``vmap`` draws
@@ -33,16 +42,61 @@ different masks per model, but not the masks a single run would draw.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import warnings
 
 import torch
+import torch.nn.functional as F
 from torch.func import functional_call, stack_module_state, vmap
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from . import diagnostics
 from .profiles import Profile
 from .state import RunState
 from .step import adamw, take_step
+
+
+#: the fast attention kernels, in the order they are tried under ``vmap``
+FAST_KERNELS = (SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION, SDPBackend.EFFICIENT_ATTENTION)
+#: largest relative gradient difference from ``math`` a kernel may show under ``vmap``
+#: (a misread layout gives differences of order one; bf16 rounding a few 10^-3)
+KERNEL_TOLERANCE = 0.05
+
+
+def choose_kernel(errors: dict) -> SDPBackend:
+    """The first of :data:`FAST_KERNELS` whose relative gradient error (``errors[kernel]``; ``None``
+    where it raised) is within :data:`KERNEL_TOLERANCE`, else ``math``."""
+    for kernel in FAST_KERNELS:
+        error = errors.get(kernel)
+        if error is not None and error <= KERNEL_TOLERANCE:
+            return kernel
+    return SDPBackend.MATH
+
+
+def kernel_errors(device, autocast, n_head: int, head_dim: int, T: int) -> dict:
+    """Each fast kernel's relative gradient difference from ``math`` under ``vmap`` over two
+    models of batch 2 (``None`` where the kernel raised or is unavailable)."""
+    g = torch.Generator(device=device).manual_seed(0)
+    q, k, v, w = (torch.randn(2, 2, n_head, T, head_dim, device=device, generator=g) for _ in range(4))
+
+    def grads(kernel):
+        leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+        with sdpa_kernel(kernel), autocast:
+            out = vmap(lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=True))(*leaves)
+        (out.float() * w).sum().backward()
+        return torch.cat([t.grad.flatten().float() for t in leaves])
+
+    reference = grads(SDPBackend.MATH)
+    errors = {}
+    for kernel in FAST_KERNELS:
+        try:
+            with warnings.catch_warnings():  # "kernel not used because ..." notes
+                warnings.simplefilter("ignore")
+                errors[kernel] = float((grads(kernel) - reference).norm() / reference.norm())
+        except RuntimeError:
+            errors[kernel] = None
+    return errors
 
 
 class FusedTrainer:
@@ -81,6 +135,15 @@ class FusedTrainer:
             self._loss_hidden = torch.compile(self._loss_hidden)
         for state in states:
             state.compiled = compile
+        self.attention_kernel = None
+        if torch.device(self.device).type == "cuda":
+            c = self.skeleton.config
+            errors = kernel_errors(self.device, states[0].autocast, c.n_head, c.n_embd // c.n_head, p.block_size)
+            self.attention_kernel = choose_kernel(errors)
+
+    def _kernel(self):
+        """The attention kernel the group's steps use (CUDA only; see the module's docstring)."""
+        return sdpa_kernel(self.attention_kernel) if self.attention_kernel is not None else contextlib.nullcontext()
 
     def _one_loss(self, params, buffers, x, y):
         return functional_call(self.skeleton, (params, buffers), (x, y))[1]
@@ -106,7 +169,7 @@ class FusedTrainer:
         """One micro-batch of every model: the losses, shape (K,), and with ``with_hidden`` each
         model's hidden-state norms (the hook :func:`residual_lib.step.take_step` calls)."""
         x, y = self._batches()
-        with self.states[0].autocast, warnings.catch_warnings():
+        with self._kernel(), self.states[0].autocast, warnings.catch_warnings():
             # CPU SDPA has no vmap rule: torch loops over the models, which is what
             # separate runs do anyway (CUDA's flash and efficient kernels have one)
             warnings.filterwarnings("ignore", message="There is a performance drop", category=UserWarning)

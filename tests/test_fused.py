@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -10,9 +11,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from residual_lib import fused
 from residual_lib.profiles import get_profile
 from residual_lib.records import read_record
 from residual_lib.runs import Run, RunError, fuse_groups
+from residual_lib.state import RunState
 from residual_lib.store import obtain
 from residual_lib.sweep import sweep
 from residual_lib.train import train, train_group
@@ -158,3 +161,33 @@ def test_bench_rejects_bad_input_in_one_line():
                           text=True)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "unknown profile" in proc.stderr
+
+
+def test_the_fused_trainer_takes_the_first_fast_attention_kernel_whose_vmap_gradients_match():
+    from torch.nn.attention import SDPBackend
+
+    flash, cudnn, efficient = fused.FAST_KERNELS
+    # flash raised, cuDNN misreads the layout, the efficient kernel is right: the efficient one
+    assert fused.choose_kernel({flash: None, cudnn: 0.9, efficient: 0.004}) == efficient
+    assert fused.choose_kernel({flash: 0.004, cudnn: 0.004, efficient: 0.004}) == flash
+    # none works (torch 2.11's efficient kernel raises under vmap): every step uses math
+    assert fused.choose_kernel({flash: None, cudnn: None, efficient: None}) == SDPBackend.MATH
+    assert fused.choose_kernel({flash: 2 * fused.KERNEL_TOLERANCE}) == SDPBackend.MATH
+
+
+def test_kernel_errors_measure_each_fast_kernel_against_math_and_note_the_ones_that_raise():
+    errors = fused.kernel_errors("cpu", contextlib.nullcontext(), n_head=2, head_dim=8, T=16)
+    assert set(errors) == set(fused.FAST_KERNELS)
+    # CPU has flash attention (its own kernel, right to rounding) but neither cuDNN nor the
+    # efficient kernel: those raise "no available kernel" and read as None
+    flash, cudnn, efficient = fused.FAST_KERNELS
+    assert errors[flash] is not None and errors[flash] < 1e-5
+    assert errors[cudnn] is None and errors[efficient] is None
+
+
+def test_on_cpu_the_fused_trainer_leaves_the_attention_kernel_to_torch():
+    from residual_lib.data import load_corpus
+
+    state = RunState(Run(get_profile("smoke", max_iters=2), "full", 1), load_corpus("shakespeare_char"), "cpu")
+    trainer = fused.FusedTrainer([state])
+    assert trainer.attention_kernel is None

@@ -7,7 +7,8 @@
 #
 # Settings: DEVICE (cuda), PROFILE (paper-10m), SECONDS (the script's whole budget, default
 # 540), OUT (required), SEEDS (1337 42 123 1 2 3 4 5), SECTIONS (notebooks/06_central.py),
-# WORK (scratch folder outside OUT), PYTHON (python).
+# FUSE (runs trained together, default 1), WORK (scratch folder outside OUT), PYTHON
+# (python; the GPU image's is python3).
 # Needs only what the GPU image has (torch, pandas, numpy, tqdm): no pytest, papermill or
 # jupytext; the corpus ships with the package. tests/test_device.py runs this very script on
 # CPU at smoke, so it cannot break unnoticed.
@@ -15,26 +16,26 @@
 # Under OUT, at most 8 files, none in a sub-folder:
 #   env.txt            python, torch, CUDA, GPU, git commit
 #   checks.json/.log   python -m residual_lib device-check (bf16 smoke run, fused = single in
-#                      fp32, dropout under vmap, gradient accumulation, torch.compile)
+#                      fp32, dropout under vmap, gradient accumulation, the attention
+#                      kernel fused training uses, torch.compile)
 #   bench.json/.log    tokens/s and MFU: one model, 8 fused, the sweep layout
 #   sweep.log          the sweep's progress; it stops at the deadline, keeping finished groups
 #   records.tar.gz     results/<PROFILE>/*.json: unpack at the repository root and commit
 #   summary.txt        python -m residual_lib summary of those records
 #
 # Time plan for a 15-minute lease (every second of it counted: start-up, commands, idle):
-#   start-up ~2 min | env 5 s | checks ~1.5 min (compile ~40 s of it) | bench <= 90 s
+#   start-up 0.5-2 min | env 5 s | checks ~45 s (compile ~25 s of it) | bench <= 90 s
 #   (--steps 20 --repeats 1) | sweep until SECONDS minus 30 s | pack ~5 s.
-#   SECONDS=540 (9 min) ends the call 11 min into the lease, leaving 4 min (>= 3) to rerun.
-# paper-10m on paper (README, "On a GPU"): 10.67M parameters, 71.1 MFLOPs per token (6N +
-# attention), 16,384 tokens a step: 1.17 TFLOPs a step. At 40% of an H200's 989 TFLOP/s
-# bf16 dense peak: 2.9 ms a step, ~15 s of training and ~4 s of evaluation a run, ~19 s a
-# run; the 32-run central sweep, fused by 8, in 4 groups of ~2.5 min: ~10 min. The first
-# lease has ~5.5 minutes left for the sweep after the checks and the bench: 2 groups at 40%
-# of peak (16 runs: seeds 1337, 42, 123 and 1, the sweep going seed by seed), 1 at 20%. A
-# second lease, on a checkout with those records committed, skips them and trains the rest;
-# SECTIONS="notebooks/06_central.py notebooks/07_mechanism.py notebooks/08_reproduction.py"
-# adds the mixer and the repeats once the central sweep is complete. A group cut off at the
-# deadline is lost (its checkpoint, ~1 GB for 8 models, does not travel back).
+# Measured on an H200 (torch 2.11, 2026-12-04, bench.json): paper-10m trains at 539,000
+# tokens/s alone (5.8% MFU) and 829,000 fused by 8 (9.0%; under vmap only the math attention
+# kernel works there, see residual_lib.fused). A paper-10m run is 5,000 steps of 16,384
+# tokens (82M) plus 21 evaluations of 200 batches: about 3.5 min alone, about 17 min for a
+# group of 8. A group that is cut off at the deadline is lost, so the sweep trains FUSE
+# runs at a time (default 1): with SECONDS=550 it has about 6 minutes, one or two runs a
+# lease, each record kept as it lands; the sweep goes seed by seed (full, attn_only,
+# ffn_only, no_residual of seed 1337 first). A later lease, on a checkout with those
+# records committed, skips them and trains the next. FUSE=8 is the faster layout once a
+# lease can hold a 17-minute group.
 set -euo pipefail
 budget=$SECONDS  # bash counts SECONDS up from the value given in the environment (0 when unset)
 (( budget > 1 )) || budget=540
@@ -44,6 +45,7 @@ DEVICE=${DEVICE:-cuda}
 PROFILE=${PROFILE:-paper-10m}
 SEEDS=${SEEDS:-1337 42 123 1 2 3 4 5}
 SECTIONS=${SECTIONS:-notebooks/06_central.py}
+FUSE=${FUSE:-1}
 OUT=${OUT:?set OUT to the folder that comes back}
 WORK=${WORK:-$(mktemp -d)}
 PYTHON=${PYTHON:-python}
@@ -55,7 +57,7 @@ left() { echo $(( deadline - $(date +%s) )); }
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)"
-  echo "device: $DEVICE  profile: $PROFILE  budget: ${budget}s  seeds: $SEEDS  sections: $SECTIONS"
+  echo "device: $DEVICE  profile: $PROFILE  budget: ${budget}s  seeds: $SEEDS  fuse: $FUSE  sections: $SECTIONS"
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo "no nvidia-smi"
   "$PYTHON" -c "import platform, torch; print('python', platform.python_version(), 'torch', torch.__version__,
       'cuda', torch.version.cuda, 'available', torch.cuda.is_available())"
@@ -76,7 +78,7 @@ remaining=$(left)
 if (( remaining > 10 )); then
   # shellcheck disable=SC2086
   timeout --signal=TERM "$remaining" "$PYTHON" -m residual_lib sweep $SECTIONS \
-      --profile "$PROFILE" --device "$DEVICE" --seeds $SEEDS --no-notebooks --results "$WORK/results" \
+      --profile "$PROFILE" --device "$DEVICE" --seeds $SEEDS --fuse "$FUSE" --no-notebooks --results "$WORK/results" \
       > "$OUT/sweep.log" 2>&1 || echo "sweep stopped at the deadline or failed: see sweep.log" >> "$OUT/env.txt"
 else
   echo "no time left for the sweep" > "$OUT/sweep.log"

@@ -40,13 +40,16 @@ ladder_seeds = None
 # %%
 from IPython.display import Markdown
 
-from residual_lib import plots, profiles, scaling
-from residual_lib.book import glue
+from residual_lib import plots, profiles, scaling, scorecard
+from residual_lib.book import Prose, glue
 from residual_lib.chapters import ladder
+from residual_lib.frames import load_records
 from residual_lib.notebook import notebook_records
+from residual_lib.paths import results_folder
 from residual_lib.tables import table
 
 records = notebook_records("09_scale_ladder", globals(), skip_missing=True)
+every_run = load_records(results_folder(results_dir))  # the rungs' other seeds, if any
 rungs = profiles.ladder(profile)
 absent = records.attrs["missing"]
 glue("ladder_rungs", ", ".join(rungs))
@@ -94,6 +97,9 @@ table(summary) if len(summary) else Markdown("No ladder records yet.")
 
 # %% [markdown]
 # ## The two gaps against model size
+#
+# Each gap's mean over the rung's seeds, with the 95% t interval of that mean; a rung
+# with a single seed has no spread to measure, so its interval reads —.
 
 # %%
 gaps = ladder.gaps(records)
@@ -106,7 +112,7 @@ gaps = ladder.gaps(records)
 # %%
 if len(gaps):
     plots.show(
-        plots.ladder_gaps(gaps),
+        plots.ladder_gaps(gaps, ladder.points(records)),
         "fig-ladder",
         ladder.GAPS_CAPTION,
         ladder.GAPS_ALT,
@@ -125,9 +131,12 @@ table(trend, headers={"slope_per_decade": "slope (nats per tenfold size)"})
 
 # %% tags=["hide-input"]
 findings = ladder.findings(gaps, trend)
+top = scaling.top_rung_text(records, rungs, scorecard.FLOOR_TOL)
+seed_note = ladder.seed_note(records, every_run, scorecard.FLOOR_TOL)
 glue("ladder_attn_finding", findings["attn_only - full"])
 glue("ladder_ffn_finding", findings["ffn_only - floor"])
-Markdown(ladder.bullet_list(findings.values()))
+glue("ladder_top_finding", Prose(top))  # Markdown here, inline HTML in the intro
+Markdown(ladder.bullet_list([*findings.values(), top, *([seed_note] if seed_note else [])]))
 
 # %% [markdown]
 # **What this can and cannot tell.** Within the ladder, a trend in `attn_only − full`

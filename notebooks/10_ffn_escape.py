@@ -29,7 +29,7 @@ perturbations = None
 from IPython.display import Markdown
 
 from residual_lib import analysis, escapes, plots, scorecard, verify
-from residual_lib.book import glue
+from residual_lib.book import Prose, glue
 from residual_lib.chapters import escape
 from residual_lib.notebook import notebook_records
 from residual_lib.sections import ESCAPE_THRESHOLDS
@@ -101,7 +101,7 @@ table(
 
 # %% tags=["hide-input"]
 rate_finding = escapes.escape_rate_text(rates, scorecard.FLOOR_TOL)
-glue("escape_rate_finding", rate_finding.replace("`", ""))  # plain text: the intro
+glue("escape_rate_finding", Prose(rate_finding))  # Markdown here, inline HTML in the intro
 Markdown(rate_finding)
 
 # %% [markdown]

@@ -39,6 +39,27 @@ class _Text(str):
         return str(self)
 
 
+class Prose:
+    """A sentence of Markdown to glue, displayed as Markdown on its own page ({glue:md}`key`)
+    and as inline HTML on another page: myst-nb 1.4 pastes across pages only with {glue}`path::key`
+    and {glue:text}, and the first renders a glued output's HTML, so a sentence with inline code
+    or emphasis keeps its formatting wherever it is pasted."""
+
+    def __init__(self, markdown: str):
+        self.markdown = markdown
+
+    def _repr_markdown_(self) -> str:
+        return self.markdown
+
+    def _repr_html_(self) -> str:
+        from markdown_it import MarkdownIt
+
+        return MarkdownIt("commonmark").renderInline(self.markdown)
+
+    def __repr__(self) -> str:
+        return self.markdown
+
+
 def glue(name: str, value, display: bool = False):
     """myst-nb's ``glue`` when available (the book build), a no-op elsewhere (Colab, plain Jupyter)."""
     try:

@@ -195,18 +195,26 @@ def _millions(n: float) -> str:
     return f"{n / 1e6:.2f}M" if n < 1e7 else f"{n / 1e6:.0f}M"
 
 
-def ladder_gaps(table: pd.DataFrame) -> plt.Figure:
+def ladder_gaps(table: pd.DataFrame, points: pd.DataFrame | None = None) -> plt.Figure:
     """The scale ladder: each gap of :func:`residual_lib.scaling.ladder_gaps` against the
-    parameter count (log scale), mean +- 1 std over seeds, one panel per gap, stacked."""
+    parameter count (log scale), the mean over seeds with its 95% t interval (none for a
+    rung with one seed), one panel per gap, stacked; with ``points``
+    (:func:`residual_lib.scaling.ladder_gap_points`) every seed's gap as a small dot beside
+    its rung's mean."""
     gaps = list(dict.fromkeys(table["gap"]))
     fig, axes = plt.subplots(max(1, len(gaps)), 1, figsize=(WIDTH, 3.0 * max(1, len(gaps))), squeeze=False,
                              sharex=True)
     colors = {"attn_only - full": PALETTE["attn_only"], "ffn_only - floor": PALETTE["ffn_only"]}
     ticks = sorted(set(table["n_params"]))
     for ax, gap in zip(axes[:, 0], gaps):
+        color = colors.get(gap, "black")
         part = table[table["gap"] == gap].sort_values("n_params")
-        ax.errorbar(part["n_params"], part["mean"], yerr=part["std"].fillna(0), marker="o", capsize=4,
-                    color=colors.get(gap, "black"))
+        half = (part["mean"] - part["t_low"]).fillna(0)
+        ax.errorbar(part["n_params"], part["mean"], yerr=half, marker="o", capsize=4, color=color, zorder=3)
+        if points is not None and len(points):
+            mine = points[points["gap"] == gap]
+            # the seeds sit just right of their rung's mean (a log-scale offset), so neither hides the other
+            ax.scatter(mine["n_params"] * 1.12, mine["value"], s=14, color=color, alpha=0.55, lw=0, zorder=2)
         for _, row in part.iterrows():
             ax.annotate(f"{row['profile']} ({row['seeds']})", (row["n_params"], row["mean"]),
                         textcoords="offset points", xytext=(0, -16), ha="center", fontsize=9, color="#333333")

@@ -11,7 +11,7 @@ from scipy import stats
 
 from .model import GPTConfig, ResidualGPT
 from .profiles import get_profile
-from .tables import p_text, signed
+from .tables import listing, p_text, signed
 
 LADDER_GAPS = {
     "attn_only - full": ("attn_only", "full"),
@@ -53,14 +53,29 @@ def ladder_gap_points(frame: pd.DataFrame, value: str = "final_val_loss") -> pd.
     return pd.DataFrame(rows, columns=["profile", "n_params", "gap", "seed", "value"])
 
 
+def mean_interval(values, confidence: float = 0.95) -> tuple[float, float]:
+    """The t interval of the mean of ``values`` (ddof=1); NaN bounds for fewer than two values,
+    which have no spread to measure."""
+    values = np.asarray(values, dtype=float)
+    if len(values) < 2:
+        return math.nan, math.nan
+    half = stats.t.ppf(0.5 + confidence / 2, len(values) - 1) * values.std(ddof=1) / math.sqrt(len(values))
+    return float(values.mean() - half), float(values.mean() + half)
+
+
 def ladder_gaps(frame: pd.DataFrame, value: str = "final_val_loss") -> pd.DataFrame:
-    """:func:`ladder_gap_points` per (profile, gap): parameter count, mean, std (ddof=1) and
-    number of seeds."""
+    """:func:`ladder_gap_points` per (profile, gap): parameter count, mean, std (ddof=1), the
+    95% t interval of the mean (``t_low``, ``t_high``; NaN for a single seed) and number of
+    seeds."""
     points = ladder_gap_points(frame, value)
-    table = (points.groupby(["profile", "n_params", "gap"])["value"]
-             .agg(mean="mean", std=lambda v: v.std(ddof=1) if len(v) > 1 else float("nan"), seeds="count")
-             .reset_index())
-    table = table[["profile", "n_params", "gap", "mean", "std", "seeds"]]
+    rows = []
+    for (profile, n_params, gap), part in points.groupby(["profile", "n_params", "gap"]):
+        v = part["value"]
+        low, high = mean_interval(v)
+        rows.append({"profile": profile, "n_params": n_params, "gap": gap, "mean": float(v.mean()),
+                     "std": float(v.std(ddof=1)) if len(v) > 1 else math.nan, "t_low": low, "t_high": high,
+                     "seeds": len(v)})
+    table = pd.DataFrame(rows, columns=["profile", "n_params", "gap", "mean", "std", "t_low", "t_high", "seeds"])
     return table.sort_values(["gap", "n_params"], ignore_index=True)
 
 
@@ -80,8 +95,8 @@ def ladder_text(gaps: pd.DataFrame, trend: pd.DataFrame, gap: str, floor_tol: fl
     seeds = f"{int(rows.seeds.min())}" + (f" to {int(rows.seeds.max())}" if rows.seeds.max() != rows.seeds.min() else "")
     if gap == "attn_only - full":
         text = (f"Removing the feed-forward residual costs {first['mean']:.3f} nats at {size_text(first.n_params)} "
-                f"parameters and {last['mean']:.3f} at {size_text(last.n_params)} (AttnOnly minus Full, paired by seed, "
-                f"{seeds} seeds a rung)")
+                f"parameters {_spread(first)} and {last['mean']:.3f} at {size_text(last.n_params)} {_spread(last)}; "
+                f"AttnOnly minus Full, paired by seed")
     else:
         off = rows[rows["mean"].abs() > floor_tol]
         text = ("Without the attention residual the model ends at the floor at every rung "
@@ -89,14 +104,76 @@ def ladder_text(gaps: pd.DataFrame, trend: pd.DataFrame, gap: str, floor_tol: fl
                 "Without the attention residual the model ends at the floor at some rungs and leaves it at "
                 + ", ".join(f"{size_text(r.n_params)} ({-r.mean:.3f} nats below it, mean over seeds)"
                             for r in off.itertuples()))
+    sentence = trend_sentence(trend, gap, "It")
+    return text + (f". {sentence}" if sentence else "; too few rungs have records to fit a trend.")
+
+
+def _fit(trend: pd.DataFrame, gap: str):
     fit = trend.set_index("gap").loc[gap] if gap in set(trend.gap) else None
-    if fit is None or pd.isna(fit.slope_per_decade):
-        return text + "; too few rungs have records to fit a trend."
-    what = {"no trend distinguishable from zero": "no trend distinguishable from zero",
-            "grows with size": "it grows with size", "shrinks with size": "it shrinks with size"}[fit.trend]
-    return (text + f". Across {int(fit.rungs)} rungs, {what}: {signed(fit.slope_per_decade)} nats per tenfold "
-            f"increase in parameters (95% interval {signed(fit.slope_low)} to {signed(fit.slope_high)}, "
-            f"p = {p_text(float(fit.p))}).")
+    return None if fit is None or pd.isna(fit.slope_per_decade) else fit
+
+
+def _slope(fit) -> str:
+    return (f"{signed(fit.slope_per_decade)} nats per tenfold increase in parameters (95% interval "
+            f"{signed(fit.slope_low)} to {signed(fit.slope_high)}, p = {p_text(float(fit.p))})")
+
+
+def trend_sentence(trend: pd.DataFrame, gap: str, subject: str) -> str:
+    """A gap's trend as a sentence about ``subject`` (e.g. "The cost of ... shows no trend
+    distinguishable from zero across 5 rungs: ..."); empty where there is no fit."""
+    fit = _fit(trend, gap)
+    if fit is None:
+        return ""
+    verb = {"no trend distinguishable from zero": "shows no trend distinguishable from zero",
+            "grows with size": "grows with size", "shrinks with size": "shrinks with size"}[fit.trend]
+    return f"{subject} {verb} across {int(fit.rungs)} rungs: {_slope(fit)}."
+
+
+def _spread(row) -> str:
+    """A rung's gap interval in brackets, or that its one seed has none."""
+    if row.seeds < 2:
+        return "(one seed, so no interval)"
+    return f"(95% interval {signed(row.t_low)} to {signed(row.t_high)}, {int(row.seeds)} seeds)"
+
+
+def top_rung_text(records: pd.DataFrame, rungs, floor_tol: float) -> str:
+    """What the ladder's top rung with records shows, in words: whether AttnOnly still
+    recovers there (ends more than ``floor_tol`` below the floor of its evaluation batches)
+    and whether FFNOnly still collapses (ends within ``floor_tol`` of it), with the losses
+    and the seeds they rest on; variants without records at that rung are named as such.
+    ``records``: the ladder's runs (its seeds), ``rungs``: its profiles, smallest first."""
+    recorded = [r for r in rungs if len(records) and (records.profile == r).any()]
+    if not recorded:
+        return "No rung of the ladder has records yet."
+    rung = recorded[-1]
+    mine = records[records.profile == rung]
+    floor = float(mine.eval_floor.iloc[0])
+    p = get_profile(rung)
+    shape = f"{p.n_layer} layers, width {p.n_embd}"
+    means = mine.groupby("variant")["final_val_loss"].agg(["mean", "count"])
+
+    def loss(variant):
+        row = means.loc[variant]
+        seeds = "one seed" if row["count"] == 1 else f"mean of {int(row['count'])} seeds"
+        return f"{row['mean']:.3f} ({seeds})"
+
+    said = []
+    if "attn_only" in means.index:
+        recovers = means.loc["attn_only", "mean"] < floor - floor_tol
+        said.append(f"AttnOnly {'still recovers' if recovers else 'does not recover'}: it ends at "
+                    f"{loss('attn_only')} against a floor of {floor:.3f}"
+                    + (f", {means.loc['attn_only', 'mean'] - means.loc['full', 'mean']:.3f} above Full"
+                       if "full" in means.index else ""))
+    if "ffn_only" in means.index:
+        collapses = abs(means.loc["ffn_only", "mean"] - floor) <= floor_tol
+        said.append(f"FFNOnly {'still collapses' if collapses else 'leaves the floor'}: it ends at {loss('ffn_only')}"
+                    + (f", NoResidual at {loss('no_residual')}" if "no_residual" in means.index else ""))
+    names = {"attn_only": "AttnOnly", "ffn_only": "FFNOnly", "no_residual": "NoResidual"}
+    absent = [name for v, name in names.items() if v not in means.index]
+    text = f"At {size_text(mine.n_params.iloc[0])} parameters ({shape}, `{rung}`), " + "; ".join(said)
+    if absent:
+        text += ("; " if said else "") + f"{listing(absent)} {'has' if len(absent) == 1 else 'have'} no records there yet"
+    return text + "."
 
 
 def ladder_trend(points: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:

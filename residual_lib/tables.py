@@ -88,7 +88,7 @@ def number(value, decimals: int = 3, small: bool = True) -> str:
 
 #: Pairs of bound columns shown as one "[low, high]" column, under this header.
 INTERVALS = {("ci_low", "ci_high"): "Welch 95% CI", ("boot_low", "boot_high"): "bootstrap 95% CI",
-             ("slope_low", "slope_high"): "95% t interval of the slope"}
+             ("slope_low", "slope_high"): "95% t interval of the slope", ("t_low", "t_high"): "95% t interval"}
 
 
 def _intervals(frame: pd.DataFrame, decimals: int) -> pd.DataFrame:

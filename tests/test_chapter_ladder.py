@@ -45,7 +45,28 @@ def test_recorded_names_whole_partial_and_missing_rungs():
     assert ladder.recorded(shape, records) == ("The 0.12M and 0.8M rungs are recorded; at 10.7M only full and"
                                                " attn_only so far; the 3.2M rung has no records yet.")
     assert ladder.recorded(shape.head(1), records) == "The 0.12M rung is recorded."
+    # rungs with the same variants recorded share one clause
+    records = pd.concat([records, pd.DataFrame([("c", "full"), ("c", "attn_only")], columns=["profile", "variant"])])
+    assert ladder.recorded(shape, records) == ("The 0.12M and 0.8M rungs are recorded; at 3.2M and 10.7M only full"
+                                               " and attn_only so far.")
     assert ladder.recorded(shape, records.head(0)) == "No rung has records yet."
+
+
+def test_seed_note_reads_a_rung_at_every_seed_its_profile_has():
+    def run(seed, loss, variant="ffn_only"):
+        return {"key": f"{variant}{seed}", "profile": "cpu", "variant": variant, "seed": seed, "n_params": 801_664,
+                "final_val_loss": loss, "eval_floor": FLOOR, "eval_mode": "fixed", "gain": 1.0,
+                "deterministic": True, "replicate": 0, "init_noise": 0.0, "status": "ok"}
+    ladder_runs = pd.DataFrame([run(1, FLOOR - 0.2), run(2, FLOOR - 0.1), run(3, FLOOR)])
+    every_run = pd.concat([ladder_runs, pd.DataFrame([run(s, FLOOR + 0.001) for s in range(4, 21)])])
+    note = ladder.seed_note(ladder_runs, every_run, 0.05)
+    assert note == ("The 0.8M rung is `cpu` read at the ladder's seeds (1, 2 and 3), where FFNOnly ends 0.100 nats"
+                    " below the floor on average. `cpu` has FFNOnly records at 20 seeds; over all of them it ends"
+                    " 0.014 nats below the floor, and only seeds 1 and 2 leave the floor by more than 0.05 nats (both"
+                    " are among the ladder's). Over all its seeds FFNOnly is at the floor at 0.8M; the ladder's point"
+                    " there says more about which seeds it reads than about the size.")
+    assert ladder.seed_note(ladder_runs, ladder_runs, 0.05) == ""  # no seeds beyond the ladder's: nothing to add
+    assert ladder.seed_note(ladder_runs.head(0), every_run, 0.05) == ""
 
 
 def test_missing_runs_lists_one_label_per_row():
@@ -78,8 +99,13 @@ def test_findings_say_where_ffn_only_leaves_the_floor_and_the_trend_per_gap():
     assert set(trend.gap) == {"attn_only - full", "ffn_only - floor"} and (trend.rungs == 2).all()
     findings = ladder.findings(gaps, trend)
     assert list(findings) == ["attn_only - full", "ffn_only - floor"]
+    # each rung's mean with the 95% t interval of two seeds: 0.11 +- 12.706 * 0.01 / sqrt(2)
     assert findings["attn_only - full"].startswith("Removing the feed-forward residual costs 0.110 nats at 0.1M"
-                                                   " parameters and 0.210 at 1M")
+                                                   " parameters (95% interval −0.017 to +0.237, 2 seeds) and 0.210"
+                                                   " at 1M (95% interval +0.083 to +0.337, 2 seeds)")
+    one_seed = records[records.seed == 1]
+    assert "0.100 nats at 0.1M parameters (one seed, so no interval)" in \
+        ladder.findings(ladder.gaps(one_seed), ladder.trend(one_seed))["attn_only - full"]
     # FFNOnly ends within 0.05 nats of the floor at the small rung and 0.18 below it at the big one
     assert findings["ffn_only - floor"].startswith("Without the attention residual the model ends at the floor at"
                                                    " some rungs and leaves it at 1M (0.180 nats below it")

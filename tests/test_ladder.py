@@ -71,6 +71,43 @@ def test_ladder_gaps_pair_by_seed_and_skip_incomplete_pairs():
     assert gaps.loc[("a", "ffn_only - floor"), "mean"] == pytest.approx(0.0)
     assert gaps.loc[("b", "ffn_only - floor"), "seeds"] == 1 and math.isnan(gaps.loc[("b", "ffn_only - floor"), "std"])
     assert ("b", "attn_only - full") not in gaps.index
+    # the 95% t interval of a mean of two: mean +- t(0.975, 1) * std / sqrt(2) = 0.4 +- 12.706 * 0.1
+    assert gaps.loc[("a", "attn_only - full"), "t_low"] == pytest.approx(0.4 - 1.2706, abs=1e-3)
+    assert gaps.loc[("a", "attn_only - full"), "t_high"] == pytest.approx(0.4 + 1.2706, abs=1e-3)
+    assert math.isnan(gaps.loc[("b", "ffn_only - floor"), "t_low"])  # one seed: no interval
+
+
+def test_the_top_rung_says_whether_attn_only_recovers_and_ffn_only_collapses_there():
+    frame = pd.DataFrame([
+        _row("a", 100, "full", 1, 2.0), _row("a", 100, "attn_only", 1, 2.5),
+        _row("ladder-10m", 10_672_512, "full", 1, 1.5), _row("ladder-10m", 10_672_512, "attn_only", 1, 1.7),
+        _row("ladder-10m", 10_672_512, "full", 2, 1.5), _row("ladder-10m", 10_672_512, "attn_only", 2, 1.7),
+    ])
+    rungs = ("a", "ladder-10m", "ladder-3m")  # the last has no records: the top rung is the last recorded
+    text = scaling.top_rung_text(frame, rungs, 0.05)
+    assert text.startswith("At 10.7M parameters (")
+    assert ("AttnOnly still recovers: it ends at 1.700 (mean of 2 seeds) against a floor of 3.000, 0.200 above Full;"
+            " FFNOnly and NoResidual have no records there yet.") in text
+    frame = pd.concat([frame, pd.DataFrame([_row("ladder-10m", 10_672_512, "ffn_only", 1, 3.01),
+                                            _row("ladder-10m", 10_672_512, "no_residual", 1, 3.0)])])
+    assert text.split("(")[1] == scaling.top_rung_text(frame, rungs, 0.05).split("(")[1]
+    assert scaling.top_rung_text(frame, rungs, 0.05).endswith(
+        "FFNOnly still collapses: it ends at 3.010 (one seed), NoResidual at 3.000 (one seed).")
+    assert "FFNOnly leaves the floor" in scaling.top_rung_text(frame, rungs, 0.005)
+    assert scaling.top_rung_text(frame.head(0), rungs, 0.05) == "No rung of the ladder has records yet."
+
+
+def test_a_trend_reads_as_a_sentence_and_is_silent_without_a_fit():
+    trend = pd.DataFrame([{"gap": "g", "rungs": 5, "points": 11, "slope_per_decade": 0.021, "slope_low": -0.003,
+                           "slope_high": 0.044, "p": 0.08, "trend": "no trend distinguishable from zero"},
+                          {"gap": "h", "rungs": 1, "points": 1, "slope_per_decade": math.nan, "slope_low": math.nan,
+                           "slope_high": math.nan, "p": math.nan, "trend": "too few rungs or seeds"}])
+    slope = "+0.021 nats per tenfold increase in parameters (95% interval −0.003 to +0.044, p = 0.080)"
+    assert scaling.trend_sentence(trend, "g", "The cost") == \
+        f"The cost shows no trend distinguishable from zero across 5 rungs: {slope}."
+    grows = trend.assign(trend="grows with size")
+    assert scaling.trend_sentence(grows, "g", "The cost").startswith("The cost grows with size across 5 rungs")
+    assert scaling.trend_sentence(trend, "h", "x") == scaling.trend_sentence(trend, "absent", "x") == ""
 
 
 def test_ladder_trend_fits_nats_per_decade_and_needs_two_rungs():

@@ -311,6 +311,24 @@ def test_scale_note_gives_the_stand_in_size_and_the_missing_paper_profiles(tmp_p
     assert "no `paper-124m` records" in note and "paper-10m` or" not in note
 
 
+def test_scale_note_says_what_the_top_rung_of_the_ladder_shows(tmp_path):
+    central(tmp_path, "cpu", attn=1.8, ffn=3.34)
+    assert "scale ladder" not in scorecard.scale_note(tmp_path, stand_in="cpu")  # the ladder's seeds are 1337, 42, 123
+    for profile, attn in (("cpu", 1.60), ("ladder-10m", 1.72)):
+        fake_record(tmp_path, profile, "full", 1337, 1.55)
+        fake_record(tmp_path, profile, "attn_only", 1337, attn)
+    for path in (tmp_path / "ladder-10m").glob("*.json"):
+        write_record({**json.loads(path.read_text()), "n_params": 10672512}, path)
+    note = scorecard.scale_note(tmp_path, stand_in="cpu")
+    assert ("At 10.7M parameters (6 layers, width 384, `ladder-10m`), AttnOnly still recovers: it ends at 1.720 "
+            "(one seed) against a floor of 3.347, 0.170 above Full; FFNOnly and NoResidual have no records there yet."
+            ) in note
+    # two rungs of one seed each: a slope, but no interval to speak of (three points are needed)
+    assert "shows no trend" not in note and "grows with size" not in note
+    fake_record(tmp_path, "ladder-10m", "attn_only", 1337, FLOOR - 0.01)  # no longer below the floor
+    assert "AttnOnly does not recover" in scorecard.scale_note(tmp_path, stand_in="cpu")
+
+
 def test_controlled_keeps_one_run_per_variant_and_seed(tmp_path):
     from residual_lib.frames import load_records
     from residual_lib.sections import controlled

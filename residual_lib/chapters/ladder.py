@@ -8,7 +8,8 @@ import pandas as pd
 from .. import scaling, scorecard
 from ..architecture import CENTRAL_VARIANTS
 from ..profiles import get_profile
-from ..tables import listing, missing_runs  # noqa: F401 (missing_runs: the notebook's)
+from ..sections import controlled
+from ..tables import listing, missing_runs, plural  # noqa: F401 (missing_runs: the notebook's)
 
 #: The profile whose training budget the ladder's is compared with: the paper's 10M run as this project reads it.
 PAPER = "paper-10m"
@@ -50,11 +51,50 @@ def recorded(shape: pd.DataFrame, records: pd.DataFrame) -> str:
     if not whole and not some:
         return "No rung has records yet."
     parts = [f"the {listing(s for s, _ in whole)} {'rung is' if len(whole) == 1 else 'rungs are'} recorded"] if whole else []
-    parts += [f"at {s} only {listing(have)} so far" for s, have in some]
+    partial: dict[tuple, list] = {}  # rungs with the same variants recorded share one clause
+    for size, have in some:
+        partial.setdefault(tuple(have), []).append(size)
+    parts += [f"at {listing(sizes)} only {listing(have)} so far" for have, sizes in partial.items()]
     if none:
         parts.append(f"the {listing(s for s, _ in none)} {'rung has' if len(none) == 1 else 'rungs have'} no records yet")
     text = "; ".join(parts) + "."
     return text[0].upper() + text[1:]
+
+
+def _from_floor(x: float) -> str:
+    return f"{abs(x):.3f} nats {'below' if x < 0 else 'above'} the floor"
+
+
+def seed_note(records: pd.DataFrame, every_run: pd.DataFrame, floor_tol: float) -> str:
+    """Where a rung is a profile with FFNOnly records at more seeds than the ladder's (the
+    ``cpu`` rung, which the escape study runs at 20 seeds), what ``ffn_only - floor`` is over
+    all of them, and which of its seeds leave the floor by more than ``floor_tol``, as
+    sentences; empty where no rung has more seeds. ``records``: the ladder's runs,
+    ``every_run``: every record of the same profiles."""
+    notes = []
+    for profile, mine in records[records.variant == "ffn_only"].groupby("profile") if len(records) else []:
+        wider = controlled(every_run[(every_run.profile == profile) & (every_run.variant == "ffn_only")])
+        if len(wider) <= len(mine):
+            continue
+        gap = wider.final_val_loss - wider.eval_floor
+        shown = mine.final_val_loss - mine.eval_floor
+        off = sorted(int(s) for s in wider.seed[gap.abs() > floor_tol])
+        among = [s for s in off if s in set(mine.seed)]
+        size, n = scaling.size_text(mine.n_params.iloc[0]), len(wider)
+        text = (f"The {size} rung is `{profile}` read at the ladder's seeds ({listing(sorted(int(s) for s in mine.seed))}),"
+                f" where FFNOnly ends {_from_floor(shown.mean())} on average. `{profile}` has FFNOnly records at {n} seeds;"
+                f" over all of them it ends {_from_floor(gap.mean())}")
+        if off:
+            text += (f", and {'only ' if len(off) < n / 2 else ''}{plural('seed', len(off))} {listing(off)} "
+                     f"{'leaves' if len(off) == 1 else 'leave'} the floor by more than {floor_tol:g} nats")
+            if among:
+                text += f" ({'it is' if len(among) == 1 else 'both are' if len(among) == 2 else 'they are'} among the ladder's)"
+        text += "."
+        if abs(gap.mean()) <= floor_tol < abs(shown.mean()):
+            text += (f" Over all its seeds FFNOnly is at the floor at {size}; the ladder's point there says more about"
+                     " which seeds it reads than about the size.")
+        notes.append(text)
+    return " ".join(notes)
 
 
 def loss_summary(records: pd.DataFrame) -> pd.DataFrame:
@@ -70,11 +110,17 @@ def gaps(records: pd.DataFrame) -> pd.DataFrame:
     return scaling.ladder_gaps(records) if len(records) else pd.DataFrame()
 
 
+def points(records: pd.DataFrame) -> pd.DataFrame:
+    """Every seed's two gaps (:func:`scaling.ladder_gap_points`), the dots of the figure."""
+    return scaling.ladder_gap_points(records) if len(records) else pd.DataFrame(columns=["gap"])
+
+
 #: The caption and alt text of the figure of :func:`gaps`.
-GAPS_CAPTION = ("The two gaps against model size, mean ± 1 std over seeds, one panel per gap; each point is labelled"
-                " with its profile and, in brackets, its number of seeds. The dotted line is zero.")
+GAPS_CAPTION = ("The two gaps against model size, one panel per gap: the mean over seeds with its 95% t interval"
+                " (a rung with one seed has none), and beside it each seed's own gap as a small dot. Each mean is"
+                " labelled with its profile and, in brackets, its number of seeds. The dotted line is zero.")
 GAPS_ALT = ("Two stacked charts of a gap in nats against parameter count on a log scale: attn_only minus full, and"
-            " ffn_only minus the floor, with error bars.")
+            " ffn_only minus the floor; a mean with an interval bar per rung and a dot per seed beside it.")
 
 
 def trend(records: pd.DataFrame) -> pd.DataFrame:

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import paper
+from .. import paper, scaling
 from ..frames import diverged, load_records, off_recipe_lines, usable
 from ..paths import results_folder
-from ..profiles import BOOK_PROFILE, DROPOUT_TWIN
-from ..sections import controlled
-from . import rules  # noqa: F401 (registers every rule in RULES)
+from ..profiles import BOOK_PROFILE, DROPOUT_TWIN, ladder
+from ..sections import controlled, plan
+from . import limits, rules  # noqa: F401 (rules: registers every rule in RULES)
 from .claims import CLAIMS
 from .rule import PAPER_SCALE, RULES, VERDICTS, ProfileRecords, profiles_for_scale
 
@@ -61,8 +61,24 @@ def scale_note(results_dir: str | Path | None = None, stand_in: str = BOOK_PROFI
     return (f"**Scale.** The `{stand_in}` rows come from {size} stand-in for the paper's 10M model, "
             f"trained on the same character corpus. They test the paper's qualitative claims (who collapses, "
             f"who recovers, which confound matters); its absolute 10M and 124M numbers are checked only at "
-            f"`paper-10m` and `paper-124m`.{dropout} {waiting}" + _diverged_note(records)
-            + _off_recipe_note(records))
+            f"`paper-10m` and `paper-124m`.{dropout} {waiting}" + _ladder_note(records, stand_in)
+            + _diverged_note(records) + _off_recipe_note(records))
+
+
+def _ladder_note(records: pd.DataFrame, stand_in: str) -> str:
+    """What the scale ladder (chapter 9) adds above the stand-in: its top recorded rung in words and the trend
+    of AttnOnly's cost across its rungs, from the ladder's own runs."""
+    keys = {r.key for r in plan("09_scale_ladder", stand_in)}
+    mine = usable(records[records.key.isin(keys)]) if len(records) else records
+    if not len(mine):
+        return ""
+    rungs = ladder(stand_in)
+    trend = scaling.trend_sentence(scaling.ladder_trend(scaling.ladder_gap_points(mine)), "attn_only - full",
+                                   "What removing the feed-forward residual costs (AttnOnly minus Full)")
+    return (f" The scale ladder of chapter 9 trains the central variants at the stand-in's token budget on rungs up"
+            f" to the paper's own width and depth; no verdict here reads it. "
+            + scaling.top_rung_text(mine, rungs, limits.FLOOR_TOL)
+            + (f" {trend}" if trend else ""))
 
 
 def _off_recipe_note(records: pd.DataFrame) -> str:

@@ -28,7 +28,7 @@ train_missing = False
 from IPython.display import HTML, Markdown, display
 
 from residual_lib import scorecard
-from residual_lib.book import glue
+from residual_lib.book import Prose, glue
 from residual_lib.paths import results_folder
 from residual_lib.frames import load_records
 from residual_lib.tables import table as show_table
@@ -53,7 +53,7 @@ grid_html = scorecard.grid_html(
 glue("verdict_grid", HTML(grid_html), display=False)  # also shown on the introduction
 glue("headline", scorecard.headline(table, records, stand_in=profile))
 count_text = scorecard.count_sentence(table, profile)
-glue("verdict_sentence", count_text)
+glue("verdict_sentence", Prose(count_text))  # Markdown here, inline HTML in the intro
 display(Markdown(count_text))
 HTML(grid_html)
 

@@ -186,6 +186,16 @@ def test_glued_numbers_read_as_prose_not_code(built_book):
     assert len(pasted) >= 10 and all(p.strip() for p in pasted)
     assert not re.search(r"<code[^>]*>[^<]*<span class=\"pasted-text\"", intro)
     assert "{glue" not in intro
+    # sentences glued as Prose keep their inline code on the intro: no Markdown shows through
+    assert "`" not in _article(built_book / "book" / "intro.html")
+
+
+def test_prose_is_markdown_on_its_page_and_inline_html_elsewhere():
+    from residual_lib.book import Prose
+
+    prose = Prose("FFNOnly at `cpu` *leaves* the floor.")
+    assert prose._repr_markdown_() == "FFNOnly at `cpu` *leaves* the floor."
+    assert prose._repr_html_() == "FFNOnly at <code>cpu</code> <em>leaves</em> the floor."  # no <p>: it sits in a sentence
 
 
 def test_every_notebook_page_has_a_colab_button_to_its_repository_twin(built_book):

@@ -19,6 +19,7 @@ import pandas as pd
 import seaborn as sns
 
 from .analysis import variant_order
+from .scaling import size_text
 
 WIDTH = 5.0  # inches: 5 in x 110 dpi = 550 CSS pixels, shown at >= 0.6 of that in a phone's column
 DPI = 110
@@ -191,10 +192,6 @@ def alpha_heatmap(matrix: np.ndarray, title: str = "") -> plt.Figure:
     return fig
 
 
-def _millions(n: float) -> str:
-    return f"{n / 1e6:.2f}M" if n < 1e7 else f"{n / 1e6:.0f}M"
-
-
 def ladder_gaps(table: pd.DataFrame, points: pd.DataFrame | None = None) -> plt.Figure:
     """The scale ladder: each gap of :func:`residual_lib.scaling.ladder_gaps` against the
     parameter count (log scale), the mean over seeds with its 95% t interval (none for a
@@ -215,16 +212,16 @@ def ladder_gaps(table: pd.DataFrame, points: pd.DataFrame | None = None) -> plt.
             mine = points[points["gap"] == gap]
             # the seeds sit just right of their rung's mean (a log-scale offset), so neither hides the other
             ax.scatter(mine["n_params"] * 1.12, mine["value"], s=14, color=color, alpha=0.55, lw=0, zorder=2)
-        for _, row in part.iterrows():
-            ax.annotate(f"{row['profile']} ({row['seeds']})", (row["n_params"], row["mean"]),
-                        textcoords="offset points", xytext=(0, -16), ha="center", fontsize=9, color="#333333")
+        for _, row in part.iterrows():  # the seed count, short enough not to collide with its neighbours
+            ax.annotate(f"n={row['seeds']}", (row["n_params"], row["mean"]), textcoords="offset points",
+                        xytext=(-6, -14), ha="right", fontsize=9, color="#333333")
         ax.axhline(0, color="black", lw=0.8, ls=":")
         ax.set_xscale("log")
-        ax.set_xticks(ticks, [_millions(n) for n in ticks])
+        ax.set_xticks(ticks, [size_text(n) for n in ticks])
         ax.minorticks_off()
         ax.margins(x=0.15, y=0.3)
         ax.set(ylabel="gap (nats)", title=gap)
-    axes[-1, 0].set_xlabel("parameters (log scale); in brackets: seeds")
+    axes[-1, 0].set_xlabel("parameters (log scale)")
     fig.tight_layout()
     return fig
 

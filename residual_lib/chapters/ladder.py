@@ -117,8 +117,8 @@ def points(records: pd.DataFrame) -> pd.DataFrame:
 
 #: The caption and alt text of the figure of :func:`gaps`.
 GAPS_CAPTION = ("The two gaps against model size, one panel per gap: the mean over seeds with its 95% t interval"
-                " (a rung with one seed has none), and beside it each seed's own gap as a small dot. Each mean is"
-                " labelled with its profile and, in brackets, its number of seeds. The dotted line is zero.")
+                " (a rung with one seed has none), and beside it each seed's own gap as a small dot; n is the number"
+                " of seeds. The table above names each rung's profile. The dotted line is zero.")
 GAPS_ALT = ("Two stacked charts of a gap in nats against parameter count on a log scale: attn_only minus full, and"
             " ffn_only minus the floor; a mean with an interval bar per rung and a dot per seed beside it.")
 

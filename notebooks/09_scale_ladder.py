@@ -136,6 +136,7 @@ seed_note = ladder.seed_note(records, every_run, scorecard.FLOOR_TOL)
 glue("ladder_attn_finding", findings["attn_only - full"])
 glue("ladder_ffn_finding", findings["ffn_only - floor"])
 glue("ladder_top_finding", Prose(top))  # Markdown here, inline HTML in the intro
+glue("ladder_seed_note", Prose(seed_note))
 Markdown(ladder.bullet_list([*findings.values(), top, *([seed_note] if seed_note else [])]))
 
 # %% [markdown]

@@ -54,7 +54,8 @@ class Prose:
     def _repr_html_(self) -> str:
         from markdown_it import MarkdownIt
 
-        return MarkdownIt("commonmark").renderInline(self.markdown)
+        # curly quotes, as Sphinx's smartquotes gives the rest of the page
+        return MarkdownIt("commonmark", {"typographer": True}).enable("smartquotes").renderInline(self.markdown)
 
     def __repr__(self) -> str:
         return self.markdown

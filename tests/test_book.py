@@ -193,9 +193,10 @@ def test_glued_numbers_read_as_prose_not_code(built_book):
 def test_prose_is_markdown_on_its_page_and_inline_html_elsewhere():
     from residual_lib.book import Prose
 
-    prose = Prose("FFNOnly at `cpu` *leaves* the floor.")
-    assert prose._repr_markdown_() == "FFNOnly at `cpu` *leaves* the floor."
-    assert prose._repr_html_() == "FFNOnly at <code>cpu</code> <em>leaves</em> the floor."  # no <p>: it sits in a sentence
+    prose = Prose("The ladder's FFNOnly at `cpu` *leaves* the floor.")
+    assert prose._repr_markdown_() == "The ladder's FFNOnly at `cpu` *leaves* the floor."
+    # no <p>: it sits in a sentence; quotes curled as on the rest of the page
+    assert prose._repr_html_() == "The ladder’s FFNOnly at <code>cpu</code> <em>leaves</em> the floor."
 
 
 def test_every_notebook_page_has_a_colab_button_to_its_repository_twin(built_book):

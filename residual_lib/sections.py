@@ -194,6 +194,16 @@ def controlled(frame: pd.DataFrame) -> pd.DataFrame:
                  & (frame.replicate == 0) & (frame.init_noise == 0)]
 
 
+def sweep_seeds(central: pd.DataFrame) -> list[int]:
+    """The seeds of the central sweep in ``central`` (:func:`controlled` runs): those at which
+    every central variant recorded at all has a run. A seed trained for one variant alone (the
+    FFNOnly escape rate's) is not one of them, so that a comparison between variants averages
+    each over the same seeds."""
+    variants = set(central.variant) & set(CENTRAL_VARIANTS)
+    seeds = central[central.variant.isin(variants)].groupby("seed")["variant"].nunique()
+    return sorted(int(s) for s in seeds[seeds == len(variants)].index)
+
+
 def random_evaluation(frame: pd.DataFrame) -> pd.DataFrame:
     """The joint-collapse study's nanoGPT-style runs (:func:`_joint_collapse`): as the central
     sweep's, but evaluated on fresh random batches."""

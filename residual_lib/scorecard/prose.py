@@ -6,9 +6,9 @@ import pandas as pd
 
 from ..frames import usable
 from ..profiles import BOOK_PROFILE
-from ..sections import controlled
+from ..sections import controlled, sweep_seeds
 from . import limits
-from .rule import PAPER_SCALE, VERDICTS, stand_ins, sweep_seeds
+from .rule import PAPER_SCALE, VERDICTS, stand_ins
 
 _WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
 

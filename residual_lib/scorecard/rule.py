@@ -9,10 +9,9 @@ from typing import Callable
 
 import pandas as pd
 
-from ..architecture import CENTRAL_VARIANTS
 from ..frames import recipe_runs
 from ..profiles import BOOK_PROFILE, DROPOUT_TWIN
-from ..sections import controlled, random_evaluation
+from ..sections import controlled, random_evaluation, sweep_seeds
 from . import limits
 
 PARTIAL = ("attn_only", "ffn_only", "no_residual")
@@ -77,19 +76,10 @@ def count(k: int, n: int, what: str) -> str:
     return f"{what} in {k} of {n} seeds"
 
 
-def sweep_seeds(central: pd.DataFrame) -> list[int]:
-    """The seeds of the central sweep in ``central`` (controlled runs): those at which every
-    central variant recorded at all has a run. A seed trained for one variant alone (the
-    FFNOnly escape rate's) is not one of them."""
-    variants = set(central.variant) & set(CENTRAL_VARIANTS)
-    seeds = central[central.variant.isin(variants)].groupby("seed")["variant"].nunique()
-    return sorted(int(s) for s in seeds[seeds == len(variants)].index)
-
-
 class ProfileRecords:
     """The records of one profile, with the slices the rules use: ``central``, every
     controlled run (a claim about one variant in every seed reads all of its seeds), and
-    ``sweep``, the controlled runs at the central sweep's seeds (:func:`sweep_seeds`), so
+    ``sweep``, the controlled runs at the central sweep's seeds (:func:`residual_lib.sections.sweep_seeds`), so
     that a comparison between variants averages each one over the same seeds."""
 
     def __init__(self, frame: pd.DataFrame, profile: str):

@@ -75,8 +75,8 @@ def _ladder_note(records: pd.DataFrame, stand_in: str) -> str:
     rungs = ladder(stand_in)
     trend = scaling.trend_sentence(scaling.ladder_trend(scaling.ladder_gap_points(mine)), "attn_only - full",
                                    "What removing the feed-forward residual costs (AttnOnly minus Full)")
-    return (f" The scale ladder of chapter 9 trains the central variants at the stand-in's token budget on rungs up"
-            f" to the paper's own width and depth; no verdict here reads it. "
+    return (" The scale ladder of chapter 9 trains the central variants at the stand-in's token budget on rungs up"
+            " to the paper's own width and depth; no verdict here reads it. "
             + scaling.top_rung_text(mine, rungs, limits.FLOOR_TOL)
             + (f" {trend}" if trend else ""))
 

@@ -85,27 +85,44 @@ def size_text(n: float) -> str:
     return f"{n / 1e6:.{3 if n >= 1e7 else 2}g}M"
 
 
-def ladder_text(gaps: pd.DataFrame, trend: pd.DataFrame, gap: str, floor_tol: float) -> str:
-    """One or two sentences on a ladder gap (:func:`ladder_gaps`, :func:`ladder_trend`):
-    its size at the smallest and largest rung, and its trend with size."""
+def ladder_text(gaps: pd.DataFrame, trend: pd.DataFrame, gap: str, floor_tol: float,
+                points: pd.DataFrame | None = None) -> str:
+    """Two or three sentences on a ladder gap (:func:`ladder_gaps`, :func:`ladder_trend`): its
+    size at the smallest and largest rung (for ``ffn_only - floor``: the rungs at the floor and
+    those off it), its trend with size and, given the ``points`` (:func:`ladder_gap_points`)
+    and a top rung of one seed, the trend without that rung, which a single seed can swing."""
     rows = gaps[gaps["gap"] == gap].sort_values("n_params") if len(gaps) else gaps
     if not len(rows):
         return "No rung has the runs for this comparison yet."
     first, last = rows.iloc[0], rows.iloc[-1]
     seeds = f"{int(rows.seeds.min())}" + (f" to {int(rows.seeds.max())}" if rows.seeds.max() != rows.seeds.min() else "")
     if gap == "attn_only - full":
-        text = (f"Removing the feed-forward residual costs {first['mean']:.3f} nats at {size_text(first.n_params)} "
-                f"parameters {_spread(first)} and {last['mean']:.3f} at {size_text(last.n_params)} {_spread(last)}; "
-                f"AttnOnly minus Full, paired by seed")
+        text = (f"Removing the feed-forward residual (AttnOnly minus Full, paired by seed) costs {first['mean']:.3f} "
+                f"nats at {size_text(first.n_params)} parameters {_spread(first)} and {last['mean']:.3f} at "
+                f"{size_text(last.n_params)} {_spread(last)}.")
+        subject = "The cost"
     else:
-        off = rows[rows["mean"].abs() > floor_tol]
-        text = ("Without the attention residual the model ends at the floor at every rung "
-                f"(within {rows['mean'].abs().max():.3f} nats of it, {seeds} seeds a rung)" if off.empty else
-                "Without the attention residual the model ends at the floor at some rungs and leaves it at "
-                + ", ".join(f"{size_text(r.n_params)} ({-r.mean:.3f} nats below it, mean over seeds)"
-                            for r in off.itertuples()))
-    sentence = trend_sentence(trend, gap, "It")
-    return text + (f". {sentence}" if sentence else "; too few rungs have records to fit a trend.")
+        off, at = rows[rows["mean"].abs() > floor_tol], rows[rows["mean"].abs() <= floor_tol]
+        if off.empty:
+            text = ("Without the attention residual the model ends at the floor at every rung "
+                    f"(within {rows['mean'].abs().max():.3f} nats of it, {seeds} seeds a rung).")
+        else:
+            where = [f"{abs(r.mean):.3f} nats {'below' if r.mean < 0 else 'above'} it at {size_text(r.n_params)} "
+                     f"({'one seed' if r.seeds == 1 else f'mean of {r.seeds} seeds'})" for r in off.itertuples()]
+            text = ("Without the attention residual the model ends "
+                    + (f"at the floor at {listing(size_text(n) for n in at.n_params)} and " if len(at) else "")
+                    + listing(where) + ".")
+        subject = "Its distance from the floor"
+    sentence = trend_sentence(trend, gap, subject)
+    if not sentence:
+        return text + " Too few rungs have records to fit a trend."
+    if points is not None and last.seeds == 1 and len(rows) >= 4:
+        rest = ladder_trend(points[(points.gap == gap) & (points.n_params < last.n_params)])
+        fit = _fit(rest, gap)
+        if fit is not None:
+            sentence += (f" Without the {size_text(last.n_params)} rung, which has one seed, the slope is "
+                         f"{_slope(fit)}.")
+    return f"{text} {sentence}"
 
 
 def _fit(trend: pd.DataFrame, gap: str):

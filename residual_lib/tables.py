@@ -112,12 +112,15 @@ def _spans(column: pd.Series) -> bool:
     return bool(len(values)) and bool((values > 0).all()) and bool((values < 5e-4).any())
 
 
-def table(frame: pd.DataFrame | pd.Series, headers: dict[str, str] | None = None, decimals: int = 3,
+def table(frame: pd.DataFrame | pd.Series, headers: dict[str, str] | None = None, decimals: int | dict = 3,
           index: bool | str = False, caption: str | None = None):
     """``frame`` as the book shows it (a pandas Styler; displays as HTML in a notebook).
 
-    ``headers`` renames columns on top of :data:`HEADERS`; ``index=True`` keeps the index as
+    ``headers`` renames columns on top of :data:`HEADERS`; ``decimals`` is one count for every
+    column or ``{column: count}`` for some (the others take 3); ``index=True`` keeps the index as
     the first column (named after it), a string names it; ``caption`` goes above the table."""
+    per_column = decimals if isinstance(decimals, dict) else {}
+    decimals = 3 if isinstance(decimals, dict) else decimals
     if isinstance(frame, pd.Series):
         frame = frame.to_frame()
     frame = frame.copy()
@@ -128,10 +131,11 @@ def table(frame: pd.DataFrame | pd.Series, headers: dict[str, str] | None = None
         frame = frame.reset_index(drop=True)
     frame = _intervals(frame, decimals)  # two bounds in one column: narrower tables
     names = {**HEADERS, **(headers or {})}
+    places = [per_column.get(c, decimals) for c in frame.columns]
     frame.columns = [names.get(c, header(c)) if isinstance(c, str) else header(c) for c in frame.columns]
     if frame.columns.duplicated().any():
         raise ValueError(f"two columns share a header: {list(frame.columns)}; pass headers= to tell them apart")
-    text = pd.DataFrame({c: [number(v, decimals, _spans(frame[c])) for v in frame[c]] for c in frame.columns},
+    text = pd.DataFrame({c: [number(v, d, _spans(frame[c])) for v in frame[c]] for c, d in zip(frame.columns, places)},
                         index=frame.index)
     styler = text.style.hide(axis="index").set_table_attributes('class="book-table"')
     numeric = [c for c, dtype in zip(frame.columns, frame.dtypes) if pd.api.types.is_numeric_dtype(dtype)

@@ -38,18 +38,47 @@ def test_token_budget_reads_the_first_rungs_tokens_and_the_top_rungs_size():
 
 
 def test_recorded_names_whole_partial_and_missing_rungs():
-    shape = pd.DataFrame({"profile": ["a", "b", "c", "d"], "parameters": [120_000, 801_664, 3_176_192, 10_672_512]})
-    runs = [(p, v) for p in "ab" for v in ("full", "attn_only", "ffn_only", "no_residual")] + [("d", "full"),
-                                                                                              ("d", "attn_only")]
-    records = pd.DataFrame(runs, columns=["profile", "variant"])
-    assert ladder.recorded(shape, records) == ("The 0.12M and 0.8M rungs are recorded; at 10.7M only full and"
-                                               " attn_only so far; the 3.2M rung has no records yet.")
-    assert ladder.recorded(shape.head(1), records) == "The 0.12M rung is recorded."
-    # rungs with the same variants recorded share one clause
-    records = pd.concat([records, pd.DataFrame([("c", "full"), ("c", "attn_only")], columns=["profile", "variant"])])
-    assert ladder.recorded(shape, records) == ("The 0.12M and 0.8M rungs are recorded; at 3.2M and 10.7M only full"
-                                               " and attn_only so far.")
-    assert ladder.recorded(shape, records.head(0)) == "No rung has records yet."
+    shape = pd.DataFrame({"profile": ["ladder-0.1m", "cpu", "ladder-3m", "ladder-10m"],
+                          "parameters": [120_000, 801_664, 3_176_192, 10_672_512]})
+    variants = ("full", "attn_only", "ffn_only", "no_residual")
+    plan = [Run(p, v, s) for p in shape.profile for v in variants for s in ((1337,) if p == "ladder-10m" else (1, 2))]
+    have = [r for r in plan if r.profile.name in ("ladder-0.1m", "cpu")
+            or (r.profile.name == "ladder-10m" and r.variant in ("full", "attn_only"))]
+    records = pd.DataFrame([(r.profile.name, r.variant, r.seed) for r in have], columns=["profile", "variant", "seed"])
+    absent = [r for r in plan if r not in have]
+    assert ladder.recorded(shape, records, absent) == ("The 0.12M and 0.8M rungs are recorded; at 10.7M only full and"
+                                                       " attn_only so far; the 3.2M rung has no records yet.")
+    assert ladder.recorded(shape.head(1), records, absent) == "The 0.12M rung is recorded."
+    assert ladder.recorded(shape, records.head(0), plan) == "No rung has records yet."
+    # every variant at some of the seeds: the count of seeds; rungs recorded alike share one clause
+    one_seed = [r for r in plan if r.profile.name == "ladder-3m" and r.seed == 1]
+    records = pd.concat([records, pd.DataFrame([(r.profile.name, r.variant, r.seed) for r in one_seed],
+                                               columns=["profile", "variant", "seed"])])
+    absent = [r for r in absent if r not in one_seed]
+    assert ladder.recorded(shape, records, absent) == ("The 0.12M and 0.8M rungs are recorded; at 3.2M 1 of 2 seeds"
+                                                       " so far; at 10.7M only full and attn_only so far.")
+    cpu_partial = [r for r in plan if r.profile.name == "cpu" and r.seed == 2]
+    records = records[~((records.profile == "cpu") & (records.seed == 2))]
+    assert ladder.recorded(shape, records, absent + cpu_partial).startswith(
+        "The 0.12M rung is recorded; at 0.8M and 3.2M 1 of 2 seeds so far;")
+
+
+def test_trend_summary_says_whether_either_gap_moves_with_size():
+    def fit(gap, slope, low, high, trend):
+        return {"gap": gap, "rungs": 5, "points": 11, "slope_per_decade": slope, "slope_low": low,
+                "slope_high": high, "p": 0.1, "trend": trend}
+    flat = "no trend distinguishable from zero"
+    trend = pd.DataFrame([fit("attn_only - full", 0.021, -0.003, 0.044, flat),
+                          fit("ffn_only - floor", -0.045, -0.154, 0.064, flat)])
+    assert ladder.trend_summary(trend) == (
+        "Neither gap shows a trend distinguishable from zero across the rungs (AttnOnly's cost over Full: +0.021 nats"
+        " per tenfold size, 95% interval −0.003 to +0.044; FFNOnly's distance from the floor: −0.045 nats per"
+        " tenfold size, 95% interval −0.154 to +0.064).")
+    trend.loc[0, ["slope_low", "trend"]] = [0.01, "grows with size"]
+    assert ladder.trend_summary(trend).startswith("AttnOnly's cost over Full grows with size (+0.021 nats per tenfold"
+                                                  " size, 95% interval +0.010 to +0.044); FFNOnly's distance from the"
+                                                  " floor shows no trend distinguishable from zero (")
+    assert ladder.trend_summary(trend.head(0)) == ""
 
 
 def test_seed_note_reads_a_rung_at_every_seed_its_profile_has():
@@ -100,7 +129,8 @@ def test_findings_say_where_ffn_only_leaves_the_floor_and_the_trend_per_gap():
     findings = ladder.findings(gaps, trend)
     assert list(findings) == ["attn_only - full", "ffn_only - floor"]
     # each rung's mean with the 95% t interval of two seeds: 0.11 +- 12.706 * 0.01 / sqrt(2)
-    assert findings["attn_only - full"].startswith("Removing the feed-forward residual costs 0.110 nats at 0.1M"
+    assert findings["attn_only - full"].startswith("Removing the feed-forward residual (AttnOnly minus Full, paired"
+                                                   " by seed) costs 0.110 nats at 0.1M"
                                                    " parameters (95% interval −0.017 to +0.237, 2 seeds) and 0.210"
                                                    " at 1M (95% interval +0.083 to +0.337, 2 seeds)")
     one_seed = records[records.seed == 1]
@@ -108,8 +138,9 @@ def test_findings_say_where_ffn_only_leaves_the_floor_and_the_trend_per_gap():
         ladder.findings(ladder.gaps(one_seed), ladder.trend(one_seed))["attn_only - full"]
     # FFNOnly ends within 0.05 nats of the floor at the small rung and 0.18 below it at the big one
     assert findings["ffn_only - floor"].startswith("Without the attention residual the model ends at the floor at"
-                                                   " some rungs and leaves it at 1M (0.180 nats below it")
+                                                   " 0.1M and 0.180 nats below it at 1M (mean of 2 seeds).")
     assert "nats per tenfold increase in parameters" in findings["ffn_only - floor"]
+    assert "The cost grows with size across 2 rungs" in findings["attn_only - full"]
     at_floor = records.assign(final_val_loss=records.final_val_loss.where(records.variant != "ffn_only", FLOOR + 0.01))
     assert "ends at the floor at every rung (within 0.010 nats of it" in \
         ladder.findings(ladder.gaps(at_floor), ladder.trend(at_floor))["ffn_only - floor"]
@@ -119,3 +150,15 @@ def test_findings_say_where_ffn_only_leaves_the_floor_and_the_trend_per_gap():
 
 def test_bullet_list_puts_each_text_on_a_markdown_item():
     assert ladder.bullet_list(["One.", "Two."]) == "- One.\n- Two."
+
+
+def test_a_top_rung_of_one_seed_gets_the_trend_without_it_too():
+    gaps3 = {"full": [2.0, 2.0, 2.0], "attn_only": [2.1, 2.11, 2.12]}
+    records = records_frame({("a", 100_000): gaps3, ("b", 300_000): gaps3, ("c", 1_000_000): gaps3,
+                             ("d", 10_000_000): {"full": [1.5], "attn_only": [1.8]}})
+    attn = ladder.findings(ladder.gaps(records), ladder.trend(records), ladder.points(records))["attn_only - full"]
+    assert "The cost grows with size across 4 rungs" in attn
+    # without the single-seed top rung the three others are flat: slope 0
+    assert attn.endswith("Without the 10M rung, which has one seed, the slope is 0.000 nats per tenfold increase in"
+                         " parameters (95% interval −0.018 to +0.018, p = 1.000).")
+    assert "Without the" not in ladder.findings(ladder.gaps(records), ladder.trend(records))["attn_only - full"]

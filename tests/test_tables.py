@@ -78,3 +78,10 @@ def test_prose_helpers_write_lists_constants_and_missing_runs_as_the_pages_do():
     assert listing([3]) == "3" and listing(["a", "b"]) == "a and b" and listing([1, 2, 3]) == "1, 2 and 3"
     assert missing_runs([Run("smoke", "full", 1), Run("smoke", "ffn_only", 2)]).to_dict("list") == {
         "run": ["smoke full seed 1", "smoke ffn_only seed 2"]}
+
+
+def test_decimals_can_be_chosen_per_column():
+    frame = pd.DataFrame({"tokens per parameter": [35.218, 0.384], "minutes": [3.232, 80.207], "loss": [1.5564, 2.0]})
+    html = table(frame, decimals={"tokens per parameter": 1, "minutes": 0}).to_html()
+    assert all(t in html for t in ("35.2", "0.4", ">3<", ">80<", "1.556"))
+    assert "35.218" not in html and "80.207" not in html

@@ -9,7 +9,7 @@ from .. import scaling, scorecard
 from ..architecture import CENTRAL_VARIANTS
 from ..profiles import get_profile
 from ..sections import controlled
-from ..tables import listing, missing_runs, plural  # noqa: F401 (missing_runs: the notebook's)
+from ..tables import listing, missing_runs, plural, signed  # noqa: F401 (missing_runs: the notebook's)
 
 #: The profile whose training budget the ladder's is compared with: the paper's 10M run as this project reads it.
 PAPER = "paper-10m"
@@ -38,25 +38,34 @@ def token_budget(shape: pd.DataFrame) -> dict[str, str]:
             "paper_tokens_per_param": f"{paper.max_iters * paper.tokens_per_step / shape.parameters.iloc[-1]:.0f}"}
 
 
-def recorded(shape: pd.DataFrame, records: pd.DataFrame) -> str:
-    """Which rungs of the ladder (``shape``: :func:`scaling.ladder_rungs`) have records of every central variant, which
-    of some only (named) and which of none yet, as a sentence, so that the prose never claims a range the records do
-    not cover."""
-    whole, some, none = [], [], []
+def recorded(shape: pd.DataFrame, records: pd.DataFrame, absent=()) -> str:
+    """Which rungs of the ladder (``shape``: :func:`scaling.ladder_rungs`) have every planned run recorded, which
+    some (saying which variants, or how many of their seeds) and which none yet, as a sentence, so that the prose
+    never claims a range the records do not cover. ``absent``: the planned runs without a record
+    (``records.attrs["missing"]``)."""
+    whole, partial, none = [], {}, []
     for _, rung in shape.iterrows():
         size = scaling.size_text(rung.parameters)
-        have = [v for v in CENTRAL_VARIANTS if len(records) and ((records.profile == rung.profile)
-                                                                & (records.variant == v)).any()]
-        (whole if len(have) == len(CENTRAL_VARIANTS) else some if have else none).append((size, have))
-    if not whole and not some:
+        mine = records[records.profile == rung.profile] if len(records) else records
+        missing = [r for r in absent if r.profile.name == rung.profile]
+        if not len(mine):
+            none.append(size)
+        elif not missing:
+            whole.append(size)
+        else:
+            variants = [v for v in CENTRAL_VARIANTS if v in set(mine.variant)]
+            planned_variants = set(variants) | {r.variant for r in missing}
+            seeds = {int(s) for s in mine.seed}
+            planned_seeds = seeds | {r.seed for r in missing}
+            clause = (f"only {listing(variants)}" if len(variants) < len(planned_variants)
+                      else f"{len(seeds)} of {len(planned_seeds)} seeds")
+            partial.setdefault(clause, []).append(size)  # rungs recorded alike share one clause
+    if not whole and not partial:
         return "No rung has records yet."
-    parts = [f"the {listing(s for s, _ in whole)} {'rung is' if len(whole) == 1 else 'rungs are'} recorded"] if whole else []
-    partial: dict[tuple, list] = {}  # rungs with the same variants recorded share one clause
-    for size, have in some:
-        partial.setdefault(tuple(have), []).append(size)
-    parts += [f"at {listing(sizes)} only {listing(have)} so far" for have, sizes in partial.items()]
+    parts = [f"the {listing(whole)} {'rung is' if len(whole) == 1 else 'rungs are'} recorded"] if whole else []
+    parts += [f"at {listing(sizes)} {clause} so far" for clause, sizes in partial.items()]
     if none:
-        parts.append(f"the {listing(s for s, _ in none)} {'rung has' if len(none) == 1 else 'rungs have'} no records yet")
+        parts.append(f"the {listing(none)} {'rung has' if len(none) == 1 else 'rungs have'} no records yet")
     text = "; ".join(parts) + "."
     return text[0].upper() + text[1:]
 
@@ -130,10 +139,35 @@ def trend(records: pd.DataFrame) -> pd.DataFrame:
     return scaling.ladder_trend(points)
 
 
-def findings(gaps: pd.DataFrame, trend: pd.DataFrame) -> dict[str, str]:
+def findings(gaps: pd.DataFrame, trend: pd.DataFrame, points: pd.DataFrame | None = None) -> dict[str, str]:
     """Per gap of :data:`scaling.LADDER_GAPS`, its sentences (:func:`scaling.ladder_text`): its size at the smallest
-    and largest rung, whether FFNOnly stays within ``scorecard.FLOOR_TOL`` of the floor, and its trend with size."""
-    return {gap: scaling.ladder_text(gaps, trend, gap, scorecard.FLOOR_TOL) for gap in scaling.LADDER_GAPS}
+    and largest rung, whether FFNOnly stays within ``scorecard.FLOOR_TOL`` of the floor, and its trend with size
+    (with the seed ``points``, also without a top rung of one seed)."""
+    return {gap: scaling.ladder_text(gaps, trend, gap, scorecard.FLOOR_TOL, points) for gap in scaling.LADDER_GAPS}
+
+
+#: How the introduction names each gap.
+GAP_NAMES = {"attn_only - full": "AttnOnly's cost over Full", "ffn_only - floor": "FFNOnly's distance from the floor"}
+
+
+def trend_summary(trend: pd.DataFrame) -> str:
+    """Both gaps' trends in one sentence, for the introduction: whether either moves with size, and by how much per
+    tenfold increase in parameters, with its 95% interval; empty before any gap has a fit."""
+    fits = [(GAP_NAMES[r.gap], r) for r in trend.itertuples() if r.gap in GAP_NAMES and r.slope_per_decade == r.slope_per_decade]
+    if not fits:
+        return ""
+
+    def slope(r):
+        return f"{signed(r.slope_per_decade)} nats per tenfold size, 95% interval {signed(r.slope_low)} to {signed(r.slope_high)}"
+
+    if all(r.trend == "no trend distinguishable from zero" for _, r in fits):
+        subject = "Neither gap" if len(fits) > 1 else f"{fits[0][0][0].upper()}{fits[0][0][1:]}"
+        return (f"{subject} shows a trend distinguishable from zero across the rungs ("
+                + "; ".join(f"{name}: {slope(r)}" for name, r in fits) + ").")
+    said = [f"{name} {'shows no trend distinguishable from zero' if r.trend.startswith('no trend') else r.trend}"
+            f" ({slope(r)})" for name, r in fits]
+    text = "; ".join(said) + "."
+    return text[0].upper() + text[1:]
 
 
 def bullet_list(texts) -> str:

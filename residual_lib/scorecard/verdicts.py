@@ -11,7 +11,7 @@ import pandas as pd
 from .. import paper, scaling
 from ..frames import diverged, load_records, off_recipe_lines, usable
 from ..paths import results_folder
-from ..profiles import BOOK_PROFILE, DROPOUT_TWIN, ladder
+from ..profiles import BOOK_PROFILE, DROPOUT_TWIN, get_profile, ladder
 from ..sections import controlled, plan
 from . import limits, rules  # noqa: F401 (rules: registers every rule in RULES)
 from .claims import CLAIMS
@@ -53,8 +53,8 @@ def scale_note(results_dir: str | Path | None = None, stand_in: str = BOOK_PROFI
         have = (f"its records so far cover {', '.join(variants)}" if variants else "it has no records yet")
         dropout = (f" The `{twin}` rows train the same model with dropout 0.2 ({have}). `{stand_in}` follows "
                    f"nanoGPT's CPU recipe, which has no dropout; `paper-10m` follows nanoGPT's shakespeare_char "
-                   f"recipe, whose dropout is 0.2 (the summary itself states no dropout). Dropout is the only "
-                   f"setting in which the two stand-ins differ, so `{twin}` is the closer analogue of `paper-10m` "
+                   f"recipe, whose dropout is 0.2 (the summary does not state the paper's dropout). `{twin}` "
+                   f"differs from `{stand_in}` in dropout alone, so it is the closer analogue of `paper-10m` "
                    f"wherever regularisation can matter, as it does for whether FFNOnly leaves the floor; claims "
                    f"that need runs other than the central sweep's (the gain, the mixer, random evaluation) are "
                    f"judged at `{stand_in}` only.")
@@ -75,10 +75,17 @@ def _ladder_note(records: pd.DataFrame, stand_in: str) -> str:
     rungs = ladder(stand_in)
     trend = scaling.trend_sentence(scaling.ladder_trend(scaling.ladder_gap_points(mine)), "attn_only - full",
                                    "What removing the feed-forward residual costs (AttnOnly minus Full)")
+    top, paper_10m = get_profile(rungs[-1]), get_profile("paper-10m")
     return (" The scale ladder of chapter 9 trains the central variants at the stand-in's token budget on rungs up"
             " to the paper's own width and depth; no verdict here reads it. "
             + scaling.top_rung_text(mine, rungs, limits.FLOOR_TOL)
-            + (f" {trend}" if trend else ""))
+            + (f" {trend}" if trend else "")
+            + f" The top rung has `paper-10m`'s architecture but not its training ({_tokens(top)} training tokens, not"
+            f" {_tokens(paper_10m)}), so its losses are not comparable with the paper's 10M values.")
+
+
+def _tokens(profile) -> str:
+    return f"{profile.max_iters * profile.tokens_per_step / 1e6:.1f}M"
 
 
 def _off_recipe_note(records: pd.DataFrame) -> str:

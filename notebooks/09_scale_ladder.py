@@ -140,7 +140,7 @@ findings = ladder.findings(gaps, trend, ladder.points(records))
 top = scaling.top_rung_text(records, rungs, scorecard.FLOOR_TOL)
 seed_note = ladder.seed_note(records, every_run, scorecard.FLOOR_TOL)
 glue("ladder_top_finding", Prose(top))  # Markdown here, inline HTML in the intro
-glue("ladder_trend_summary", ladder.trend_summary(trend))
+glue("ladder_trend_summary", Prose(ladder.trend_summary(trend)))
 Markdown(ladder.bullet_list([*findings.values(), top, *([seed_note] if seed_note else [])]))
 
 # %% [markdown]

@@ -141,7 +141,8 @@ top = scaling.top_rung_text(records, rungs, scorecard.FLOOR_TOL)
 seed_note = ladder.seed_note(records, every_run, scorecard.FLOOR_TOL)
 glue("ladder_top_finding", Prose(top))  # Markdown here, inline HTML in the intro
 glue("ladder_trend_summary", Prose(ladder.trend_summary(trend)))
-Markdown(ladder.bullet_list([*findings.values(), top, *([seed_note] if seed_note else [])]))
+said = [*findings.values(), top, *([seed_note] if seed_note else [])]
+Markdown(ladder.bullet_list(said))
 
 # %% [markdown]
 # **What this can and cannot tell.** Within the ladder, a trend in `attn_only − full`

@@ -101,7 +101,8 @@ table(
 
 # %% tags=["hide-input"]
 rate_finding = escapes.escape_rate_text(rates, scorecard.FLOOR_TOL)
-glue("escape_rate_finding", Prose(rate_finding))  # Markdown here, inline HTML in the intro
+# Markdown on this page, inline HTML where the introduction pastes it
+glue("escape_rate_finding", Prose(rate_finding))
 Markdown(rate_finding)
 
 # %% [markdown]

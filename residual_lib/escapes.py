@@ -10,7 +10,7 @@ import pandas as pd
 from scipy import stats
 
 from .records import read_record
-from .tables import p_text
+from .tables import listing, p_text
 
 
 def escape_step(val_steps, val_losses, floor: float, tolerance: float) -> int | None:
@@ -95,7 +95,13 @@ def escape_rate_text(rates: pd.DataFrame, line: float) -> str:
                  f"at that line.")
         others = rates[~np.isclose(rates.threshold, line)]
         if len(others) and "fisher_p" in others:
-            sides = [f"{t:g} nats: " + ", ".join(f"{r.escaped} of {r.runs}" for r in part.itertuples())
-                     + f" (p = {p_text(float(part.fisher_p.iloc[0]))})" for t, part in others.groupby("threshold")]
-            text += " At the other lines the counts are " + "; ".join(sides) + "."
+            def counts(part) -> str:
+                runs = set(part.runs)
+                of = f" of {part.runs.iloc[0]}" if len(runs) == 1 else ""
+                return listing(f"{r.escaped}" + ("" if of else f" of {r.runs}") for r in part.itertuples()) + of
+
+            sides = [f"{t:g} nats, {counts(part)} (p = {p_text(float(part.fisher_p.iloc[0]))})"
+                     for t, part in others.groupby("threshold")]
+            text += " With the line at " + sides[0].replace(",", " the counts are", 1)
+            text += "".join(f"; at {side}" for side in sides[1:]) + "."
     return text

@@ -540,3 +540,16 @@ def test_the_papers_values_mark_the_seeds_the_summary_does_not_state():
     shown = scorecard.section_view(6).data
     assert f"{inferred.seeds.iloc[0]} (inferred)" in shown
     assert shown.count("(inferred)") == len(inferred)
+
+
+def test_escape_rate_text_gives_the_rate_per_setting_fishers_test_and_the_other_lines():
+    from residual_lib.escapes import escape_rate_text, escape_rates
+
+    below = {"cpu": [0.3, 0.08, 0.03] + [0.0] * 17, "cpu-dropout": [0.0] * 20}
+    runs = pd.DataFrame([{"setting": s, "below_floor": b} for s, values in below.items() for b in values])
+    text = escape_rate_text(escape_rates(runs, (0.02, 0.05, 0.1)), 0.05)
+    assert text.startswith("At `cpu`, FFNOnly ends more than 0.05 nats below the floor in 2 of 20 runs (10%; 95%"
+                           " interval 1% to 32%); at `cpu-dropout`, in 0 of 20 runs (0%; 95% interval 0% to 17%).")
+    assert text.endswith("With the line at 0.02 nats the counts are 3 and 0 of 20 (p = 0.231); at 0.1 nats, 1 and"
+                         " 0 of 20 (p = 1.000).")
+    assert escape_rate_text(escape_rates(runs.head(0), (0.05,)), 0.05) == "No escape-rate records at this profile yet."

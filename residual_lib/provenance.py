@@ -4,6 +4,7 @@ without host or user names."""
 from __future__ import annotations
 
 import functools
+import os
 import platform
 import subprocess
 from pathlib import Path
@@ -21,11 +22,24 @@ def _git(*args: str) -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
+#: Names the commit of the code where the checkout's own git history lags behind its files (a
+#: copy of a working tree on a lent machine, whose ``.git`` may be an older one):
+#: ``scripts/device_check.sh`` sets it from its ``COMMIT``.
+COMMIT_ENV = "RESIDUAL_CODE_COMMIT"
+
+
 @functools.lru_cache(maxsize=None)
 def code_version() -> tuple[str | None, bool | None]:
     """(git commit, dirty flag) of this checkout, read once per process. The trainer calls
     it when a run starts, so a record names the code that was loaded, even if the files
-    change while it trains. ``(None, None)`` outside a git checkout."""
+    change while it trains. ``(None, None)`` outside a git checkout. With :data:`COMMIT_ENV`
+    set, that commit, dirty if the files differ from it, and ``None`` (unknown) for the flag
+    if this checkout's history does not hold it."""
+    claimed = os.environ.get(COMMIT_ENV)
+    if claimed:
+        if _git("cat-file", "-e", f"{claimed}^{{commit}}") is None:
+            return claimed, None
+        return claimed, bool(_git("diff", "--name-only", claimed))
     sha = _git("rev-parse", "HEAD")
     status = _git("status", "--porcelain", "--untracked-files=no") if sha else None
     return sha, (bool(status) if sha else None)

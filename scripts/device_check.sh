@@ -2,13 +2,15 @@
 # One lent accelerator, one call: what the machine is, the device checks, the benchmark, then
 # as much of the paper-10m central sweep as fits before a deadline, packed for the trip back.
 #
-#   DEVICE=cuda PROFILE=paper-10m SECONDS=540 OUT=/some/dir bash scripts/device_check.sh
+#   COMMIT=<sha of HEAD> DEVICE=cuda PROFILE=paper-10m SECONDS=540 OUT=/some/dir bash scripts/device_check.sh
 #   DEVICE=cpu  PROFILE=smoke     SECONDS=120 OUT=/tmp/dc   bash scripts/device_check.sh   # the rehearsal
 #
 # Settings: DEVICE (cuda), PROFILE (paper-10m), SECONDS (the script's whole budget, default
 # 540), OUT (required), SEEDS (1337 42 123 1 2 3 4 5), SECTIONS (notebooks/06_central.py),
 # FUSE (runs trained together, default 1), WORK (scratch folder outside OUT), PYTHON
-# (python; the GPU image's is python3).
+# (python; the GPU image's is python3), COMMIT (the commit of the files, written into every
+# record: a lent machine's copy of .git can be an older one than the files it gets, as on
+# 2026-12-04, when it reported the previous commit; pass the sha of HEAD as typed here).
 # Needs only what the GPU image has (torch, pandas, numpy, tqdm): no pytest, papermill or
 # jupytext; the corpus ships with the package. tests/test_device.py runs this very script on
 # CPU at smoke, so it cannot break unnoticed.
@@ -46,6 +48,7 @@ PROFILE=${PROFILE:-paper-10m}
 SEEDS=${SEEDS:-1337 42 123 1 2 3 4 5}
 SECTIONS=${SECTIONS:-notebooks/06_central.py}
 FUSE=${FUSE:-1}
+if [[ -n ${COMMIT:-} ]]; then export RESIDUAL_CODE_COMMIT=$COMMIT; fi
 OUT=${OUT:?set OUT to the folder that comes back}
 WORK=${WORK:-$(mktemp -d)}
 PYTHON=${PYTHON:-python}
@@ -56,7 +59,7 @@ left() { echo $(( deadline - $(date +%s) )); }
 
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)"
+  echo "commit: ${COMMIT:-not given}  (this copy's git: $(git rev-parse HEAD 2>/dev/null || echo none))"
   echo "device: $DEVICE  profile: $PROFILE  budget: ${budget}s  seeds: $SEEDS  fuse: $FUSE  sections: $SECTIONS"
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo "no nvidia-smi"
   "$PYTHON" -c "import platform, torch; print('python', platform.python_version(), 'torch', torch.__version__,

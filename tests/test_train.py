@@ -211,3 +211,23 @@ def test_every_committed_record_keeps_its_key_and_reads_back_its_floor():
                     rec["replicate"], rec.get("init_noise", 0.0))
         assert named.key == rec["key"], path.name  # and so does the same run asked for by profile name
         assert 3.3 < record_eval_floor(rec) < 3.4, path.name
+
+
+def test_a_named_commit_stands_for_a_checkout_whose_history_lags_behind(monkeypatch):
+    from residual_lib import provenance
+
+    head = provenance._git("rev-parse", "HEAD")
+    if head is None:
+        pytest.skip("not a git checkout")
+    try:
+        monkeypatch.setenv(provenance.COMMIT_ENV, head)
+        provenance.code_version.cache_clear()
+        sha, dirty = provenance.code_version()
+        assert sha == head and dirty == bool(provenance._git("diff", "--name-only", "HEAD"))
+        # a commit this history does not hold: named, but whether the files match it is unknown
+        monkeypatch.setenv(provenance.COMMIT_ENV, "0" * 40)
+        provenance.code_version.cache_clear()
+        assert provenance.code_version() == ("0" * 40, None)
+    finally:
+        monkeypatch.delenv(provenance.COMMIT_ENV)
+        provenance.code_version.cache_clear()

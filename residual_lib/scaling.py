@@ -110,7 +110,7 @@ def ladder_text(gaps: pd.DataFrame, trend: pd.DataFrame, gap: str, floor_tol: fl
             where = [f"{abs(r.mean):.3f} nats {'below' if r.mean < 0 else 'above'} it at {size_text(r.n_params)} "
                      f"({'one seed' if r.seeds == 1 else f'mean of {r.seeds} seeds'})" for r in off.itertuples()]
             text = ("Without the attention residual the model ends "
-                    + (f"at the floor at {listing(size_text(n) for n in at.n_params)} and " if len(at) else "")
+                    + (f"at the floor at {listing(size_text(n) for n in at.n_params)}, and " if len(at) else "")
                     + listing(where) + ".")
         subject = "Its distance from the floor"
     sentence = trend_sentence(trend, gap, subject)

@@ -138,7 +138,7 @@ def test_findings_say_where_ffn_only_leaves_the_floor_and_the_trend_per_gap():
         ladder.findings(ladder.gaps(one_seed), ladder.trend(one_seed))["attn_only - full"]
     # FFNOnly ends within 0.05 nats of the floor at the small rung and 0.18 below it at the big one
     assert findings["ffn_only - floor"].startswith("Without the attention residual the model ends at the floor at"
-                                                   " 0.1M and 0.180 nats below it at 1M (mean of 2 seeds).")
+                                                   " 0.1M, and 0.180 nats below it at 1M (mean of 2 seeds).")
     assert "nats per tenfold increase in parameters" in findings["ffn_only - floor"]
     assert "The cost grows with size across 2 rungs" in findings["attn_only - full"]
     at_floor = records.assign(final_val_loss=records.final_val_loss.where(records.variant != "ffn_only", FLOOR + 0.01))

@@ -16,6 +16,9 @@
 # asymmetry depends on scale stays open. Two points on the scale axis, with different data
 # and tokenisers, could not say in any case.
 #
+# **What it finds.** {glue:md}`ladder_top_finding` {glue:md}`ladder_trend_summary`
+# The sections below give every rung, seed and interval.
+#
 # **Here.** One training budget (context {glue:md}`ladder_context`, batch {glue:md}`ladder_batch`,
 # {glue:md}`ladder_steps` steps, dropout {glue:md}`ladder_dropout`, fixed evaluation) at five model sizes on the
 # character corpus: four layers at widths {glue:md}`ladder_widths`, then the `paper-10m` shape itself

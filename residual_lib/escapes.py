@@ -95,13 +95,12 @@ def escape_rate_text(rates: pd.DataFrame, line: float) -> str:
                  f"at that line.")
         others = rates[~np.isclose(rates.threshold, line)]
         if len(others) and "fisher_p" in others:
-            def counts(part) -> str:
-                runs = set(part.runs)
-                of = f" of {part.runs.iloc[0]}" if len(runs) == 1 else ""
-                return listing(f"{r.escaped}" + ("" if of else f" of {r.runs}") for r in part.itertuples()) + of
-
-            sides = [f"{t:g} nats, {counts(part)} (p = {p_text(float(part.fisher_p.iloc[0]))})"
-                     for t, part in others.groupby("threshold")]
-            text += " With the line at " + sides[0].replace(",", " the counts are", 1)
-            text += "".join(f"; at {side}" for side in sides[1:]) + "."
+            sides = []
+            for t, part in others.groupby("threshold"):
+                runs = set(part.runs)  # one run count for every setting: "5 and 0 of 20"
+                counts = (listing(str(r.escaped) for r in part.itertuples()) + f" of {runs.pop()}" if len(runs) == 1
+                          else listing(f"{r.escaped} of {r.runs}" for r in part.itertuples()))
+                sides.append((f"{t:g} nats", f"{counts} (p = {p_text(float(part.fisher_p.iloc[0]))})"))
+            (line0, first), rest = sides[0], sides[1:]
+            text += f" With the line at {line0} the counts are {first}" + "".join(f"; at {t}, {c}" for t, c in rest) + "."
     return text

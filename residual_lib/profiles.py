@@ -92,6 +92,11 @@ class Profile(Architecture):
     def tokens_per_step(self) -> int:
         return self.batch_size * self.grad_accum * self.block_size
 
+    @property
+    def training_tokens(self) -> int:
+        """Tokens one run trains on: its steps times its tokens per step."""
+        return self.max_iters * self.tokens_per_step
+
     def to_dict(self) -> dict:
         return asdict(self)
 

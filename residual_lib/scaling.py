@@ -26,7 +26,7 @@ def ladder_rungs(records: pd.DataFrame, rungs) -> pd.DataFrame:
     for rung in rungs:
         p = get_profile(rung)
         n_params = ResidualGPT(GPTConfig.for_profile(p, "full")).num_params()
-        tokens = p.max_iters * p.tokens_per_step
+        tokens = p.training_tokens
         mine = records[records.profile == rung] if len(records) else records
         rows.append({"profile": rung, "layers": p.n_layer, "width": p.n_embd, "parameters": n_params,
                      "tokens": tokens, "tokens per parameter": tokens / n_params, "runs recorded": len(mine),
@@ -59,8 +59,10 @@ def mean_interval(values, confidence: float = 0.95) -> tuple[float, float]:
     values = np.asarray(values, dtype=float)
     if len(values) < 2:
         return math.nan, math.nan
-    half = stats.t.ppf(0.5 + confidence / 2, len(values) - 1) * values.std(ddof=1) / math.sqrt(len(values))
-    return float(values.mean() - half), float(values.mean() + half)
+    if np.ptp(values) == 0:  # no spread: the interval is the point (scipy would give NaN)
+        return float(values[0]), float(values[0])
+    ci = stats.ttest_1samp(values, 0.0).confidence_interval(confidence)  # as analysis.welch_gap's, by scipy
+    return float(ci.low), float(ci.high)
 
 
 def ladder_gaps(frame: pd.DataFrame, value: str = "final_val_loss") -> pd.DataFrame:

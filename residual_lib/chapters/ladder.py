@@ -35,7 +35,7 @@ def token_budget(shape: pd.DataFrame) -> dict[str, str]:
     paper = get_profile(PAPER)
     return {"ladder_tokens": f"{shape.tokens.iloc[0] / 1e6:.1f}M",
             "ladder_top_tokens_per_param": f"{shape['tokens per parameter'].iloc[-1]:.1f}",
-            "paper_tokens_per_param": f"{paper.max_iters * paper.tokens_per_step / shape.parameters.iloc[-1]:.0f}"}
+            "paper_tokens_per_param": f"{paper.training_tokens / shape.parameters.iloc[-1]:.0f}"}
 
 
 def recorded(shape: pd.DataFrame, records: pd.DataFrame, absent=()) -> str:

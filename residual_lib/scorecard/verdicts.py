@@ -85,7 +85,7 @@ def _ladder_note(records: pd.DataFrame, stand_in: str) -> str:
 
 
 def _tokens(profile) -> str:
-    return f"{profile.max_iters * profile.tokens_per_step / 1e6:.1f}M"
+    return f"{profile.training_tokens / 1e6:.1f}M"
 
 
 def _off_recipe_note(records: pd.DataFrame) -> str:

@@ -4,23 +4,21 @@ The model, trainer and run records behind the replication book (the README's mod
 says which module does what): ``obtain([Run("cpu", "attn_only", 1337)])`` returns the path of
 that run's record, training it if it is missing. Command line: ``python -m residual_lib``.
 
-CPU instruction set. PyTorch, MKL and oneDNN pick their CPU kernels by the instruction set
-of the machine, and AVX-512 kernels sum in another order than AVX2 ones, so the same run
-differs in its last bits between machines. Importing this package before torch pins all
-three to AVX2 (:data:`CPU_ISA`; a variable already set is left alone), which every x86
-machine of the last decade has: a deterministic CPU run then gives the same bits on any of
-them. Each record's provenance names the instruction set its run used.
+CPU kernels. PyTorch, MKL and oneDNN pick their CPU kernels by the instruction set of the
+machine, and AVX-512 kernels sum in another order than AVX2 ones, so the same run differs in
+its last bits between instruction sets. By default a run uses the fastest kernels the machine
+has (AVX-512 for fp32, and the AMX matrix units for the bf16 profiles where the CPU has them);
+its record names the instruction set in force (``provenance.cpu_capability``), and a run's bits
+are a function of its key *and* that instruction set. ``RESIDUAL_CPU_ISA=avx2`` (set before
+anything imports torch) is the portable mode: it pins all three libraries to AVX2
+(:data:`CPU_ISA`), which every x86 machine of the last decade has, so a run gives the same
+bits on any of them -- the mode every record made before the fast kernels were the default
+was trained in, and the one ``verify`` reruns those records under.
 """
 
-import os as _os
-import sys as _sys
+from .isa import pin_portable_kernels as _pin
 
-#: Environment that pins the CPU kernels' instruction set (read by torch, MKL and oneDNN when
-#: they load, hence set here, before anything imports torch).
-CPU_ISA = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
-if "torch" not in _sys.modules:
-    for _name, _value in CPU_ISA.items():
-        _os.environ.setdefault(_name, _value)
+_pin()  # before anything below imports torch
 
 from .data import Corpus, DataError, load_corpus, unigram_floor
 from .architecture import VARIANTS

@@ -1,10 +1,12 @@
 """Command line.
 
     python -m residual_lib train --variant attn_only --profile cpu --seed 1337 [--eval-mode fixed|random]
-                                 [--gain 2.0] [--results DIR] [--max-iters N] [--device auto|cpu|cuda]
+                                 [--gain 2.0] [--results DIR] [--max-iters N] [--precision fp32|bf16]
+                                 [--device auto|cpu|cuda]
     python -m residual_lib sweep notebooks/06_central.py --profile cpu --seeds 1337 42 123 [--jobs N]
                                  [--threads N] [--fuse K] [--compile] [--executor local|submitit] [--all]
-    python -m residual_lib bench --profile cpu|paper-10m [--fuse K] [--steps N] [--json PATH]
+    python -m residual_lib bench --profile cpu|paper-10m [--fuse K] [--steps N] [--threads N]
+                                 [--reference nanoGPT/model.py] [--json PATH]
     python -m residual_lib device-check [--device cuda] [--checks NAME ...] [--json PATH]
     python -m residual_lib book [--profile cpu] [--skip-bad]
     python -m residual_lib summary [--results DIR] [--profile cpu] [--skip-bad]
@@ -40,7 +42,7 @@ from .paths import results_folder
 from .profiles import BOOK_PROFILE, PROFILES, ProfileError, get_profile
 from .records import RecordError, read_record
 from .runs import PAPER_SEEDS, Run, RunError, check_variant
-from .runtime import resolve_device
+from .runtime import isa_mode, resolve_device
 from .sections import DEFAULT_PROFILE, controlled
 from .store import obtain
 from .sweep import sweep
@@ -68,6 +70,8 @@ def _build_parser() -> argparse.ArgumentParser:
     t.add_argument("--results", "--out", dest="out", default=None,
                    help="results directory (default: results/ of this checkout; --out is the old spelling)")
     t.add_argument("--max-iters", type=int, default=None, help="override the profile's step count")
+    t.add_argument("--precision", default=None, choices=("fp32", "bf16"),
+                   help="override the profile's precision (fp32, or bf16 autocast)")
     t.add_argument("--device", default="auto", help="auto, cpu or cuda (default auto)")
     t.add_argument("--nondeterministic", action="store_true", help="allow non-deterministic kernels")
     t.add_argument("--replicate", type=int, default=0, help="repeat index, to rerun an identical configuration")
@@ -112,6 +116,10 @@ def _build_parser() -> argparse.ArgumentParser:
     m.add_argument("--device", default="auto", help="auto, cpu or cuda (default auto)")
     m.add_argument("--json", default=None, help="also write the figures to this JSON file")
     m.add_argument("--compile", action="store_true", help="every figure through torch.compile")
+    m.add_argument("--threads", type=int, default=None,
+                   help="threads of the single, fused and reference figures (default: every core)")
+    m.add_argument("--reference", default=None,
+                   help="nanoGPT's model.py: time its GPT beside ours at the same shape, precision and threads")
 
     d = sub.add_parser("device-check", help="check the accelerator code paths (bf16, fused, dropout, gradient "
                                             "accumulation, compile): one line per check, no pytest needed")
@@ -146,7 +154,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _train(args) -> int:
-    spec = Run(get_profile(args.profile, max_iters=args.max_iters), args.variant, args.seed, args.eval_mode,
+    spec = Run(get_profile(args.profile, max_iters=args.max_iters, precision=args.precision), args.variant, args.seed, args.eval_mode,
                args.gain, not args.nondeterministic, args.replicate, args.init_noise)
     if args.checkpoint_every is not None and args.checkpoint_every < 0:
         raise RunError(f"--checkpoint-every must be >= 0, got {args.checkpoint_every}")
@@ -250,7 +258,7 @@ def _sweep(args) -> int:
 
 def _bench(args) -> int:
     get_profile(args.profile)
-    for name in ("fuse", "steps", "repeats"):
+    for name in ("fuse", "steps", "repeats", "threads"):
         if getattr(args, name) is not None and getattr(args, name) <= 0:
             raise RunError(f"--{name} must be positive, got {getattr(args, name)}")
     if args.warmup < 0:
@@ -259,8 +267,10 @@ def _bench(args) -> int:
     if args.json:  # before the benchmark, not after it
 
         check_writable(Path(args.json).resolve().parent, option="--json", what="the report")
+    if args.reference is not None and not Path(args.reference).is_file():
+        raise RunError(f"--reference {args.reference} is not a file: pass nanoGPT's model.py")
     result = bench(args.profile, fuse=args.fuse, steps=args.steps, warmup=args.warmup, device=device,
-                   compile=args.compile, repeats=args.repeats)
+                   compile=args.compile, repeats=args.repeats, threads=args.threads, reference=args.reference)
     print(report(result))
     if args.json:
         write_json(result, args.json)
@@ -337,6 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
+        isa_mode()  # a misspelt RESIDUAL_CPU_ISA stops every command before it does anything
         return {"train": _train, "sweep": _sweep, "bench": _bench, "book": _book, "summary": _summary,
                 "device-check": _device_check, "verify": _verify}[args.command](args)
     except (RunError, ProfileError, DataError, RecordError, NotWritableError) as exc:

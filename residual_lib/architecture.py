@@ -28,6 +28,21 @@ VARIANTS: dict[str, tuple[bool, bool, str]] = {
 #: The four residual configurations of the paper, in the order the pages show them.
 CENTRAL_VARIANTS = ("full", "attn_only", "ffn_only", "no_residual")
 
+#: How dropout draws its masks on CPU (:attr:`Architecture.cpu_dropout`): torch's own
+#: (``nn.Dropout``, and SDPA's inside attention), or ``int32``: 32-bit random integers against a
+#: threshold, several times cheaper to draw (see :func:`residual_lib.model.keep_mask`).
+CPU_DROPOUT = ("torch", "int32")
+
+#: Fields added after records existed, with the default every earlier record was made with: a
+#: profile's or a model's dict leaves them out at that default, so that those records' keys hold.
+LATE_FIELDS = {"cpu_dropout": "torch", "precision": "fp32", "cpu_micro_batch": None}
+
+
+def without_late_defaults(fields: dict) -> dict:
+    """``fields`` without the :data:`LATE_FIELDS` that hold their default."""
+    return {k: v for k, v in fields.items() if not (k in LATE_FIELDS and v == LATE_FIELDS[k])}
+
+
 #: Block 0's sub-modules whose gradient norms are logged on their own (see ResidualGPT.layer_groups).
 LAYER0_PARTS = ("attn", "mlp", "ln")
 
@@ -44,3 +59,5 @@ class Architecture:
     dropout: float = 0.0
     bias: bool = True
     init_std: float = 0.02
+    #: dropout masks on CPU: ``torch`` or ``int32`` (:data:`CPU_DROPOUT`); CUDA always uses torch's
+    cpu_dropout: str = "torch"

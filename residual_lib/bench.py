@@ -10,15 +10,23 @@ run, tokens per second for
 * ``sweep``: K runs trained in the sweep's default layout (processes x threads x fused
   models, :func:`residual_lib.sweep.default_layout`), all processes started together;
 
-and the machine's own matrix-multiply throughput (fp32 on CPU, bf16 on CUDA), with the
-fraction of it each training figure reaches (model FLOPs utilisation, counting
-``6 N + 12 L T C`` FLOPs per token as nanoGPT does). Every figure is total tokens per
-second over all models trained at once. Evaluation is not timed: it is a small share of
+* ``reference`` (with ``--reference PATH/model.py``): nanoGPT's ``GPT`` from that file at the
+  same shape, batch, precision and threads, trained by nanoGPT's own step (its AdamW groups,
+  clipping at 1.0), timed in turns with ``single`` -- the side-by-side figure the project's
+  speed targets are stated against;
+
+and the machine's own matrix-multiply throughput in fp32 and in bf16, with the fraction of
+the rate of the profile's precision each training figure reaches (model FLOPs utilisation,
+counting ``6 N + 12 L T C`` FLOPs per token as nanoGPT does). The report names the
+precision and the CPU kernels in force. Every figure is total tokens per second over all
+models trained at once; ``--threads`` sets the threads of ``single``, ``nodiag``, ``fused``
+and ``reference`` (default: every core). Evaluation is not timed: it is a small share of
 a run (``eval_iters`` forward batches every ``eval_interval`` steps).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import multiprocessing as mp
 import os
@@ -32,8 +40,8 @@ from .architecture import CENTRAL_VARIANTS
 from .data import load_corpus
 from .files import atomic_write
 from .profiles import BOOK_PROFILE, Profile, get_profile
-from .runs import Run
-from .runtime import determinism, resolve_device
+from .runs import Run, RunError
+from .runtime import autocast, determinism, kernel_environment, resolve_device
 from .state import RunState
 from .step import is_log_step
 from .sweep import default_layout
@@ -151,12 +159,47 @@ def _sweep_throughput(profile: Profile, data_dir, k: int, jobs: int, threads: in
     return max(rates)
 
 
-def matmul_gflops(device: str, seconds: float = 1.0) -> float:
-    """This machine's dense matrix-multiply rate: fp32 on CPU, bf16 on CUDA."""
+class _ReferenceLoop:
+    """nanoGPT's ``GPT`` (``model.py`` at ``path``) at ``profile``'s shape, trained as nanoGPT's
+    ``train.py`` trains it: its ``configure_optimizers``, autocast in the profile's precision,
+    clipping at ``grad_clip``. Batches are random tokens (speed does not depend on them)."""
+
+    def __init__(self, path: str | os.PathLike, profile: Profile, vocab_size: int, device: str):
+        module_spec = importlib.util.spec_from_file_location("reference_model", Path(path))
+        if module_spec is None or not Path(path).is_file():
+            raise RunError(f"{path} is not a Python file: pass nanoGPT's model.py, e.g. --reference nanoGPT/model.py")
+        module = importlib.util.module_from_spec(module_spec)
+        module_spec.loader.exec_module(module)
+        torch.manual_seed(0)
+        config = module.GPTConfig(block_size=profile.block_size, vocab_size=vocab_size, n_layer=profile.n_layer,
+                                  n_head=profile.n_head, n_embd=profile.n_embd, dropout=profile.dropout,
+                                  bias=profile.bias)
+        self.model = module.GPT(config).to(device)
+        self.optimizer = self.model.configure_optimizers(profile.weight_decay, profile.learning_rate,
+                                                         (profile.beta1, profile.beta2), torch.device(device).type)
+        self.profile, self.device, self.n_models = profile, device, 1
+        self.autocast = autocast(device, profile.precision)
+        self.batch = torch.randint(vocab_size, (2, profile.batch_size, profile.block_size), device=device)
+
+    def run(self, steps: int) -> None:
+        for _ in range(steps):
+            for _ in range(self.profile.grad_accum):
+                with self.autocast:
+                    _, loss = self.model(self.batch[0], self.batch[1])
+                (loss / self.profile.grad_accum).backward()
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.profile.grad_clip)
+            self.optimizer.step()
+            self.optimizer.zero_grad(set_to_none=True)
+        _sync(self.device)
+
+
+def matmul_gflops(device: str, seconds: float = 1.0, dtype: torch.dtype | None = None) -> float:
+    """This machine's dense matrix-multiply rate in ``dtype`` (default: fp32 on CPU, bf16 on
+    CUDA), on the threads in force."""
     if device.startswith("cuda"):
-        n, dtype = 8192, torch.bfloat16
+        n, dtype = 8192, dtype or torch.bfloat16
     else:
-        n, dtype = 1024, torch.float32
+        n, dtype = 1024, dtype or torch.float32
     a = torch.randn(n, n, device=device, dtype=dtype)
     b = torch.randn(n, n, device=device, dtype=dtype)
     for _ in range(3):
@@ -188,6 +231,8 @@ def bench(
     layout: tuple[int, int, int] | None = None,
     compile: bool = False,
     repeats: int = 3,
+    threads: int | None = None,
+    reference: str | os.PathLike | None = None,
 ) -> dict:
     """Measure the figures described in the module docstring; returns them as a dict."""
     profile = get_profile(profile)
@@ -196,20 +241,27 @@ def bench(
     if steps is None:
         steps = 30 if device.startswith("cuda") or profile.n_embd <= 128 else 5
     cores = os.cpu_count() or 1
+    threads = threads or cores
     out = {"profile": profile.name, "device": device, "fuse": fuse, "steps": steps, "repeats": repeats,
-           "compile": compile,
-           "cores": cores, "torch_version": torch.__version__}
-    with determinism(True), _threads(None if device.startswith("cuda") else cores):
+           "compile": compile, "cores": cores, "threads": threads, "torch_version": torch.__version__,
+           "precision": profile.precision, "cpu_dropout": profile.cpu_dropout,
+           "cpu_micro_batch": profile.cpu_micro_batch, **({} if device.startswith("cuda") else kernel_environment())}
+    with determinism(True), _threads(None if device.startswith("cuda") else threads):
         loops = {
             "single": _Loop(profile, corpus, 1, False, device, compile=compile),
             "nodiag": _Loop(profile, corpus, 1, False, device, diagnostics=False, compile=compile),
             "fused": _Loop(profile, corpus, fuse, True, device, compile=compile),
         }
+        if reference is not None:
+            loops["reference"] = _ReferenceLoop(reference, profile, corpus.vocab_size, device)
+            out["reference"] = str(reference)
         n_params = loops["single"].trainers[0].states[0].model.num_params()
         for name, rate in _best_rates(loops, steps, warmup, repeats).items():
             out[f"{name}_tokens_per_s"] = rate
         del loops
-        out["matmul_gflops"] = matmul_gflops(device)
+        out["matmul_gflops_fp32"] = matmul_gflops(device, dtype=torch.float32)
+        out["matmul_gflops_bf16"] = matmul_gflops(device, dtype=torch.bfloat16)
+        out["matmul_gflops"] = out[f"matmul_gflops_{profile.precision}"]  # the rate the profile's precision can reach
     jobs, threads, layout_fuse = layout or default_layout(fuse, device)
     out["sweep_layout"] = {"jobs": jobs, "threads": threads, "fuse": layout_fuse}
     out["sweep_tokens_per_s"] = _sweep_throughput(profile, data_dir, fuse, jobs, threads, layout_fuse, steps, warmup,
@@ -222,18 +274,24 @@ def bench(
     out["sweep_speedup"] = out["sweep_tokens_per_s"] / out["single_tokens_per_s"]
     out["fused_speedup"] = out["fused_tokens_per_s"] / out["single_tokens_per_s"]
     out["diagnostics_overhead"] = 1.0 - out["single_tokens_per_s"] / out["nodiag_tokens_per_s"]
+    if reference is not None:
+        out["mfu_reference"] = out["reference_tokens_per_s"] * per_token / (out["matmul_gflops"] * 1e9)
+        out["single_vs_reference"] = out["single_tokens_per_s"] / out["reference_tokens_per_s"]
     return out
 
 
 def report(result: dict) -> str:
     lay = result["sweep_layout"]
-    dtype = "bf16" if result["device"].startswith("cuda") else "fp32"
+    precision = result.get("precision", "bf16" if result["device"].startswith("cuda") else "fp32")
+    threads = result.get("threads", result["cores"])
+    kernels = (f", {result['cpu_capability']} kernels ({result['isa_mode']}"
+               f"{', AMX' if result.get('amx') and precision == 'bf16' else ''})" if "cpu_capability" in result else "")
     lines = [
-        f"profile {result['profile']} on {result['device']} ({result['cores']} cores), best of"
+        f"profile {result['profile']} on {result['device']} ({result['cores']} cores), {precision}{kernels}, best of"
         f" {result['repeats']} x {result['steps']} timed steps"
         + (", torch.compile" if result.get("compile") else ""),
-        f"  single  {result['single_tokens_per_s']:>12,.0f} tokens/s   one model, every thread"
-        f" (MFU {result['mfu_single']:.1%})",
+        f"  single  {result['single_tokens_per_s']:>12,.0f} tokens/s   one model, {threads}"
+        f" {plural('thread', threads)} (MFU {result['mfu_single']:.1%})",
         f"  fused   {result['fused_tokens_per_s']:>12,.0f} tokens/s   {result['fuse']} models in one process"
         f" ({result['fused_speedup']:.2f}x single, MFU {result['mfu_fused']:.1%})",
         f"  sweep   {result['sweep_tokens_per_s']:>12,.0f} tokens/s   {result['fuse']} runs: {lay['jobs']} process(es)"
@@ -241,9 +299,17 @@ def report(result: dict) -> str:
         f" MFU {result['mfu_sweep']:.1%})",
         f"  nodiag  {result['nodiag_tokens_per_s']:>12,.0f} tokens/s   single without diagnostics"
         f" (diagnostics cost {result['diagnostics_overhead']:.1%})",
-        f"  matmul  {result['matmul_gflops']:>12,.1f} GFLOP/s  ({dtype}"
-        f" dense matmul on this machine; {result['flops_per_token']:,.0f} FLOPs per token)",
     ]
+    if "reference_tokens_per_s" in result:
+        lines.append(f"  ref     {result['reference_tokens_per_s']:>12,.0f} tokens/s   nanoGPT's model.py, same shape,"
+                     f" precision and threads (single is {result['single_vs_reference']:.2f}x it,"
+                     f" MFU {result['mfu_reference']:.1%})")
+    for dtype in ("fp32", "bf16"):
+        rate = result.get(f"matmul_gflops_{dtype}", result["matmul_gflops"] if dtype == precision else None)
+        if rate is not None:
+            lines.append(f"  matmul  {rate:>12,.1f} GFLOP/s  {dtype} dense matmul on {threads}"
+                         f" {plural('thread', threads)}" + (" (the MFU denominator)" if dtype == precision else ""))
+    lines.append(f"          {result['flops_per_token']:,.0f} FLOPs per token")
     return "\n".join(lines)
 
 

@@ -33,7 +33,8 @@ SCALARS = (
     "status", "final_val_loss", "best_val_loss", "unigram_floor", "eval_floor", "n_params", "steps",
     "wall_seconds", "tokens_per_second",
 )
-DERIVED = ("block_size", "device", "device_name", "eval_bigram", "on_recipe", "off_recipe")
+DERIVED = ("block_size", "device", "device_name", "cpu_capability", "precision", "eval_bigram", "on_recipe",
+           "off_recipe")
 
 
 def _record_files(path) -> list[Path]:
@@ -87,16 +88,35 @@ def load_records(path, skip_bad: bool = False) -> pd.DataFrame:
         row["block_size"] = rec["config"]["profile"].get("block_size")
         row["device"] = rec["provenance"].get("device")
         row["device_name"] = rec["provenance"].get("device_name")
+        # the kernels that made the record: its bits are a function of its key and these
+        row["cpu_capability"] = rec["provenance"].get("cpu_capability") if row["device"] == "cpu" else None
+        row["precision"] = rec["provenance"].get("precision") or "fp32"
         row["eval_bigram"] = record_eval_bigram(rec)
         row["off_recipe"] = recipe_difference(rec)
         row["on_recipe"] = not row["off_recipe"]
         row["path"] = str(file)
         rows.append(row)
     columns = [*SCALARS, *DERIVED, "path"]
+    rows = once_per_key(rows)
     frame = pd.DataFrame(rows) if rows else pd.DataFrame(columns=columns)
     for name in ("final_val_loss", "best_val_loss"):  # null (a diverged run) reads as NaN
         frame[name] = pd.to_numeric(frame[name], errors="coerce")
     return frame.sort_values(["profile", "variant", "seed", "key"], ignore_index=True) if rows else frame
+
+
+def once_per_key(rows: list[dict]) -> list[dict]:
+    """One row per run key: two records of one key (made on other CPU kernels, or a copy of a
+    record elsewhere under the folder read) are one run, not two. The one kept is the least
+    deeply filed (``<results>/<profile>/``, where the trainer writes), then the first by path;
+    the others are named in one line on stderr."""
+    kept: dict[str, dict] = {}
+    for row in sorted(rows, key=lambda r: (len(Path(r["path"]).parts), r["path"])):
+        kept.setdefault(row["key"], row)
+    dropped = [r["path"] for r in rows if kept[r["key"]] is not r]
+    if dropped:
+        print(f"residual_lib: {len(dropped)} record file{'s' if len(dropped) > 1 else ''} with the key of another "
+              f"left out (one run counts once): {', '.join(sorted(dropped))}", file=sys.stderr)
+    return [r for r in rows if kept[r["key"]] is r]
 
 
 def load_curves(path: str | os.PathLike, split: str = "train", skip_bad: bool = False) -> pd.DataFrame:

@@ -106,6 +106,7 @@ class FusedTrainer:
     :func:`residual_lib.train.train_group` drives either."""
 
     fused = True
+    slices = 1  # a group runs each batch whole (Profile.cpu_micro_batch is the single trainer's)
 
     def __init__(self, states: list[RunState], compile: bool = False):
         self.states = states
@@ -114,14 +115,14 @@ class FusedTrainer:
         self.K = len(states)
         models = [s.model for s in states]
         for m in models:
-            m.use_tensor_switches(True)
+            m.use_tensor_switches(True).use_int32_masks(False)
         self.params, self.buffers = stack_module_state(models)
         # a weightless copy whose forward the stacked tensors are substituted into
         self.skeleton = copy.deepcopy(models[0]).to("meta")
         # moving to "meta" gives each module a new parameter object: tie the head again
         self.skeleton.lm_head.weight = self.skeleton.transformer.wte.weight
         for m in models:
-            m.use_tensor_switches(False)
+            m.use_tensor_switches(False).use_int32_masks(True)
         names = {id(p): n for n, p in self.skeleton.named_parameters()}
         self.groups = {g: [names[id(p)] for p in ps] for g, ps in self.skeleton.layer_groups().items()}
         # the single trainer's optimiser, the model axis not counting towards a weight's rank

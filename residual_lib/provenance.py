@@ -11,6 +11,8 @@ from pathlib import Path
 
 import torch
 
+from .runtime import kernel_environment
+
 
 def _git(*args: str) -> str | None:
     try:
@@ -60,7 +62,7 @@ def provenance(device: str, deterministic: bool) -> dict:
         "device": device,
         "device_name": device_name,
         "cpu_threads": torch.get_num_threads(),
-        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        **kernel_environment(),
         "deterministic": deterministic,
         "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
         "cudnn_benchmark": torch.backends.cudnn.benchmark,

@@ -1,5 +1,14 @@
-"""Where and how a run computes: the device, bf16 autocast on CUDA, and the settings that
-make a run bitwise reproducible.
+"""Where and how a run computes: the device, the precision its profile names, the CPU kernels
+in force, and the settings that make a run bitwise reproducible.
+
+Precision. A profile names it (:attr:`residual_lib.profiles.Profile.precision`): ``fp32``
+for the stand-in profiles, ``bf16`` (autocast: matrix multiplies in bf16; weights, optimiser
+state and the loss in fp32) for the paper's, on every device (:func:`autocast`).
+
+CPU kernels. A run uses the fastest kernels the machine has unless ``RESIDUAL_CPU_ISA=avx2``
+asks for the portable AVX2 ones (see the package docstring); :func:`kernel_environment` is what
+a record's provenance names, and a run whose kernels are not the ones it asked for says so in
+one line on stderr (:func:`kernel_mismatch`).
 
 Determinism (``deterministic=True``, the default). The trainer calls
 ``torch.use_deterministic_algorithms(True)``, sets ``CUBLAS_WORKSPACE_CONFIG=:4096:8``
@@ -25,12 +34,15 @@ previous settings.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
 
 import torch
 
+from .isa import CPU_ISA, ISA_ENV
 from .runs import RunError
 
 #: Intra-op threads of a deterministic CPU run (the committed records were made with one).
@@ -68,38 +80,102 @@ def determinism(enabled: bool):
             os.environ.pop("CUBLAS_WORKSPACE_CONFIG", None)
 
 
-_BF16_ON_CUDA = True
+#: The precisions a profile may name.
+PRECISIONS = ("fp32", "bf16")
 
 
-def bf16_on_cuda() -> bool:
-    """Whether CUDA training runs under bf16 autocast (it does, except inside :func:`fp32_on_cuda`)."""
-    return _BF16_ON_CUDA
+def autocast(device: str, precision: str):
+    """The context a run's forward passes run in: bf16 autocast, or nothing for fp32."""
+    if precision not in PRECISIONS:
+        raise RunError(f"unknown precision {precision!r}: choose one of {', '.join(PRECISIONS)}")
+    if precision == "fp32":
+        return nullcontext()
+    return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
 
 
-@contextmanager
-def fp32_on_cuda():
-    """Train on CUDA without bf16 autocast for a block (the device checks compare fused and
-    single training in fp32, where they agree to float rounding)."""
-    global _BF16_ON_CUDA
-    saved, _BF16_ON_CUDA = _BF16_ON_CUDA, False
+def isa_mode() -> str:
+    """The CPU kernel mode asked for: ``native`` (the default: the machine's fastest) or ``avx2``
+    (portable, ``RESIDUAL_CPU_ISA=avx2``)."""
+    value = os.environ.get(ISA_ENV, "").strip().lower() or "native"
+    if value not in ("native", "avx2"):
+        raise RunError(f"{ISA_ENV}={value!r} is not a CPU kernel mode: unset it for the machine's fastest kernels, "
+                       "or set it to avx2 for the portable ones")
+    return value
+
+
+@functools.lru_cache(maxsize=None)
+def _cpu_flags() -> frozenset[str]:
     try:
-        yield
-    finally:
-        _BF16_ON_CUDA = saved
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return frozenset(line.split(":", 1)[1].split())
+    return frozenset()
+
+
+def machine_isa() -> str:
+    """The best instruction set torch's CPU kernels can use on this machine, named as
+    ``torch.backends.cpu.get_cpu_capability()`` names it (the capability in force where the
+    processor's flags cannot be read)."""
+    flags = _cpu_flags()
+    if not flags:
+        return torch.backends.cpu.get_cpu_capability()
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
+        return "AVX512"
+    if {"avx2", "fma"} <= flags:
+        return "AVX2"
+    return torch.backends.cpu.get_cpu_capability()
+
+
+def kernel_environment() -> dict:
+    """The CPU kernels in force, as a record's provenance names them: the mode asked for,
+    torch's instruction set, the MKL and oneDNN limits set in the environment (null: none),
+    and whether the processor has AMX matrix units (what bf16 runs on, without a oneDNN limit)."""
+    return {
+        "isa_mode": isa_mode(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "mkl_enable_instructions": os.environ.get("MKL_ENABLE_INSTRUCTIONS") or None,
+        "onednn_max_cpu_isa": os.environ.get("ONEDNN_MAX_CPU_ISA") or None,
+        "amx": "amx_bf16" in _cpu_flags(),
+    }
+
+
+def kernel_mismatch() -> str | None:
+    """One line when the CPU kernels in force are not the ones this process asked for, else None."""
+    mode, capability = isa_mode(), torch.backends.cpu.get_cpu_capability()
+    if mode == "avx2":
+        off = [f"{name}={os.environ.get(name) or '(unset)'}" for name, value in CPU_ISA.items()
+               if (os.environ.get(name) or "").lower() != value.lower()]
+        if capability != "AVX2" or off:
+            return (f"residual_lib: {ISA_ENV}=avx2 asks for the portable AVX2 kernels, but torch uses {capability} "
+                    f"({', '.join(off) or 'torch was imported before residual_lib'}): this run's bits may differ from "
+                    "other AVX2 records; set the variable before anything imports torch")
+        return None
+    limits = [f"{name}={os.environ[name]}" for name in CPU_ISA if os.environ.get(name)]
+    best = machine_isa()
+    if capability != best or limits:
+        return (f"residual_lib: this run uses {capability} kernels, not this machine's fastest ({best}), because "
+                f"{', '.join(limits) or 'of a limit set outside residual_lib'} is set: its record names what it ran "
+                f"on; unset it, or set {ISA_ENV}=avx2 for the portable mode")
+    return None
 
 
 @contextmanager
 def cpu_threads(device: str, deterministic: bool):
     """Pin a deterministic CPU run to :data:`DETERMINISTIC_CPU_THREADS` threads for a block
-    (and say so when the kernels' instruction set is not the pinned one: see the package
-    docstring)."""
-    if not (deterministic and device == "cpu"):
+    (and say so in one line when the CPU kernels in force are not the ones asked for:
+    :func:`kernel_mismatch`)."""
+    if device != "cpu":
         yield
         return
-    if torch.backends.cpu.get_cpu_capability() == "AVX512":
-        print("residual_lib: torch was imported before residual_lib, so its CPU kernels use AVX-512 and this run's "
-              "last bits may differ from records made on other machines: import residual_lib first, or set "
-              "ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2", file=sys.stderr)
+    warning = kernel_mismatch()
+    if warning:
+        print(warning, file=sys.stderr)
+    if not deterministic:
+        yield
+        return
     saved = torch.get_num_threads()
     torch.set_num_threads(DETERMINISTIC_CPU_THREADS)
     try:

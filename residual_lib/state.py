@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import time
-from contextlib import nullcontext
 from datetime import datetime, timezone
 
 import torch
@@ -29,7 +28,7 @@ from .model import GPTConfig, ResidualGPT
 from .provenance import provenance
 from .records import make_record
 from .runs import Run, RunError
-from .runtime import bf16_on_cuda
+from .runtime import autocast
 
 
 def perturb_init(model: torch.nn.Module, init_noise: float, seed: int, replicate: int) -> None:
@@ -64,9 +63,8 @@ class RunState:
         if run.init_noise:
             perturb_init(model, run.init_noise, run.seed, run.replicate)
         self.model = model.to(device)
-        bf16 = device.startswith("cuda") and bf16_on_cuda()
-        self.precision = "bf16 autocast" if bf16 else "fp32"
-        self.autocast = torch.autocast("cuda", dtype=torch.bfloat16) if bf16 else nullcontext()
+        self.precision = "bf16 autocast" if profile.precision == "bf16" else "fp32"  # as the record names it
+        self.autocast = autocast(device, profile.precision)
         self.data_gen = torch.Generator().manual_seed(run.seed)
         self.valset = ValidationSet(corpus.val, profile.block_size, profile.batch_size, profile.eval_iters,
                                     run.eval_mode, run.seed)

@@ -55,9 +55,10 @@ class Stepper(Protocol):
     states: list[RunState]  # one per model, in the order of the hooks' outputs
     device: str
     optimizer: torch.optim.Optimizer
+    slices: int  # each micro-batch is served as this many equal slices (Profile.cpu_micro_batch)
 
     def losses(self, with_hidden: bool) -> tuple[torch.Tensor, list | None]:
-        """One micro-batch's per-model losses (shape (K,) or a scalar) and, when asked,
+        """One micro-batch's (or slice's) per-model losses (shape (K,) or a scalar) and, when asked,
         each model's hidden-state norms."""
 
     def layer_norms(self) -> list[dict]:
@@ -77,10 +78,11 @@ def take_step(trainer: Stepper, step: int, log: bool) -> None:
         group["lr"] = lr
     loss_sum = torch.zeros(len(trainer.states), device=trainer.device)
     h_norms = None
-    for micro in range(profile.grad_accum):
+    micro_steps = profile.grad_accum * trainer.slices  # equal-sized micro-batches: the mean of means is the mean
+    for micro in range(micro_steps):
         losses, hidden = trainer.losses(with_hidden=log and micro == 0)
         # models are independent, so d(sum_k loss_k)/d(params_k) = d(loss_k)/d(params_k)
-        (losses / profile.grad_accum).sum().backward()
+        (losses / micro_steps).sum().backward()
         loss_sum += losses.detach()
         h_norms = hidden if hidden is not None else h_norms
     per_layer = trainer.layer_norms() if log else None  # before clipping, as nanoGPT logs them
@@ -90,4 +92,4 @@ def take_step(trainer: Stepper, step: int, log: bool) -> None:
     if log:
         norms = totals.tolist()
         for k, state in enumerate(trainer.states):
-            state.log_train(step, float(loss_sum[k]) / profile.grad_accum, lr, norms[k], per_layer[k], h_norms[k])
+            state.log_train(step, float(loss_sum[k]) / micro_steps, lr, norms[k], per_layer[k], h_norms[k])

@@ -39,6 +39,11 @@ class SingleTrainer:
 
     def __init__(self, state: RunState, compile: bool = False):
         self.states, self.profile, self.device = [state], state.profile, state.device
+        micro = state.profile.cpu_micro_batch
+        # on CPU a profile may run each batch in slices (Profile.cpu_micro_batch); the data are the
+        # batch's, drawn whole, so that the data order does not depend on the slicing
+        self.slices = state.profile.batch_size // micro if micro and self.device == "cpu" else 1
+        self._pending: list = []
         self.optimizer = adamw(state.model.parameters(), state.profile, state.device)
         self.params = dict(state.model.named_parameters())
         if compile:
@@ -47,7 +52,10 @@ class SingleTrainer:
     def losses(self, with_hidden: bool):
         """One micro-batch: the loss, and with ``with_hidden`` the hidden-state norms."""
         state = self.states[0]
-        x, y = state.next_batch()
+        if not self._pending:
+            x, y = state.next_batch()
+            self._pending = list(zip(x.chunk(self.slices), y.chunk(self.slices)))
+        x, y = self._pending.pop(0)
         with state.autocast:
             if with_hidden:
                 _, loss, hidden = state.net(x, y, return_hidden=True)

@@ -14,7 +14,9 @@ The answer is a certificate, written atomically to ``<results>/<profile>/verifie
 file stem>.json`` (a folder :func:`residual_lib.frames.load_records` does not read):
 ``key``, ``profile``, ``variant``, ``seed``, ``record`` (the record's file name),
 ``record_commit`` and ``record_dirty``, ``rerun_commit`` and ``rerun_dirty``,
-``record_torch_version`` and ``rerun_torch_version``, ``device``, ``equal``,
+``record_torch_version`` and ``rerun_torch_version``, ``device``, ``record_cpu_capability``
+and ``rerun_cpu_capability`` (the kernels' instruction set: a CPU record is rerun under its
+own, :func:`isa_environment`), ``equal``,
 ``fields_compared``, ``fields_only_in_rerun`` (measurements added after the record was made,
 not compared), ``first_difference`` (null, or ``{field, recorded, rerun}``),
 ``final_val_loss``, ``rerun_wall_seconds`` and ``verified_at``. :func:`load_certificates`
@@ -25,18 +27,23 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
+import torch
+
+from .isa import CPU_ISA, ISA_ENV
 
 from .paths import results_folder
 from .profiles import BOOK_PROFILE
 from .records import RecordError, read_record, seal, write_record
 from .runs import Run, RunError
-from .runtime import resolve_device
+from .runtime import machine_isa, resolve_device
 from .store import obtain
 
 #: The folder beside a profile's records that holds their certificates.
@@ -109,16 +116,60 @@ def rerunnable(path: str | os.PathLike) -> tuple[dict, Run]:
     return recorded, spec
 
 
+#: The kernels a CPU record that names none is rerun under: records made before provenance named
+#: them reproduce the AVX2 kernels' bits (``tests/test_kernels.py`` checks one committed record).
+UNNAMED_ISA = "AVX2"
+
+
+def isa_environment(recorded_isa: str | None) -> dict | None:
+    """The environment under which this machine's CPU kernels are ``recorded_isa`` (what a record
+    names as its ``cpu_capability``): ``None`` if this process already runs them; raises
+    :class:`RunError` if the machine has no such kernels."""
+    here = torch.backends.cpu.get_cpu_capability()
+    if recorded_isa in (None, here):
+        return None
+    env = {k: v for k, v in os.environ.items() if k not in CPU_ISA and k != ISA_ENV}
+    if recorded_isa == "AVX2" and machine_isa() in ("AVX2", "AVX512"):
+        return {**env, ISA_ENV: "avx2"}
+    if recorded_isa == machine_isa():
+        return env
+    raise RunError(f"the record was made on {recorded_isa} CPU kernels, which this machine does not have (its best "
+                   f"is {machine_isa()}): verify it on a machine that has them")
+
+
+def _verify_elsewhere(path: Path, env: dict, progress: bool | None, data_dir: str | None) -> dict:
+    """Verify in a child process whose CPU kernels are the record's (they are chosen when torch
+    loads, once per process), and return the certificate it wrote."""
+    if data_dir is not None:
+        env = {**env, "RESIDUAL_DATA_DIR": str(data_dir)}
+    command = [sys.executable, "-m", "residual_lib", "verify", str(path), *([] if progress else ["--quiet"])]
+    child = subprocess.run(command, env=env, stdout=None if progress else subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+    if child.returncode not in (0, 1):
+        lines = child.stderr.strip().splitlines()
+        raise RunError(lines[-1] if lines else f"verifying {path.name} under its own CPU kernels failed")
+    return json.loads(certificate_path(path).read_text(encoding="utf-8"))
+
+
 def verify_record(path: str | os.PathLike, scratch_dir: str | os.PathLike | None = None, *,
                   device: str | None = None, progress: bool | None = False, data_dir: str | None = None) -> dict:
     """Retrain the run of the record at ``path`` into ``scratch_dir`` (default: a temporary
     folder, removed afterwards), compare, and write and return the certificate. ``device``:
-    default the record's own. Raises :class:`RecordError` for a bad record and
-    :class:`RunError` for one this code cannot rerun as the same run."""
+    default the record's own. On CPU the rerun uses the kernels the record names (a child
+    process with the portable AVX2 pin for a record made with it, on any machine that has
+    AVX2). Raises :class:`RecordError` for a bad record and :class:`RunError` for one this
+    code cannot rerun as the same run."""
     path = Path(path)
     recorded, spec = rerunnable(path)
     prov = recorded["provenance"]
     device = resolve_device(device or prov.get("device") or "cpu")
+    if device == "cpu":
+        env = isa_environment(prov.get("cpu_capability") or UNNAMED_ISA)
+        if env is not None:
+            if scratch_dir is not None:
+                raise RunError("a record made on other CPU kernels is verified in a child process with a scratch "
+                               "folder of its own: leave scratch_dir unset")
+            return _verify_elsewhere(path, env, progress, data_dir)
     with tempfile.TemporaryDirectory(prefix="residual-verify-") as tmp:
         scratch = Path(scratch_dir) if scratch_dir is not None else Path(tmp)
         if spec.path(scratch).resolve() == path.resolve():
@@ -136,6 +187,8 @@ def verify_record(path: str | os.PathLike, scratch_dir: str | os.PathLike | None
         "rerun_commit": rerun["provenance"].get("git_sha"), "rerun_dirty": rerun["provenance"].get("git_dirty"),
         "record_torch_version": prov.get("torch_version"),
         "rerun_torch_version": rerun["provenance"].get("torch_version"), "device": device,
+        "record_cpu_capability": prov.get("cpu_capability"),
+        "rerun_cpu_capability": rerun["provenance"].get("cpu_capability"),
         "equal": first is None, "fields_compared": fields, "fields_only_in_rerun": added,
         "first_difference": first, "final_val_loss": recorded["final_val_loss"],
         "rerun_wall_seconds": round(seconds, 3),

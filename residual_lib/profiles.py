@@ -173,6 +173,14 @@ PROFILES["smoke-long"] = replace(PROFILES["smoke"], name="smoke-long", max_iters
 PROFILES["ladder-3m"] = replace(PROFILES["cpu"], name="ladder-3m", n_embd=256)
 PROFILES["ladder-10m"] = replace(PROFILES["cpu"], name="ladder-10m", n_layer=6, n_head=6, n_embd=384)
 
+# The budget study (residual_lib.budget): the cpu shape for ten times the budget, 20,000 steps
+# (41M tokens, half paper-10m's), at a constant learning rate after warm-up (min_lr is the
+# peak), so that a run's first steps do not depend on its budget; the fixed batches every 250
+# steps, the training curves every 50.
+PROFILES["cpu-budget"] = replace(PROFILES["cpu"], name="cpu-budget", max_iters=20_000, min_lr=1e-3,
+                                 eval_interval=250, log_interval=50)
+PROFILES["smoke-budget"] = replace(PROFILES["smoke"], name="smoke-budget", max_iters=300, min_lr=3e-3)
+
 PROFILES["smoke-ladder-s"] = replace(PROFILES["smoke"], name="smoke-ladder-s", n_embd=12)
 PROFILES["smoke-ladder-m"] = replace(PROFILES["smoke"], name="smoke-ladder-m", n_embd=20)
 

@@ -292,7 +292,8 @@ def mixer_shares(frame: pd.DataFrame, value: str = "final_val_loss", confidence:
     control closes, ``pointwise = (ffn_only − pointwise) / gap``; and what cross-position
     mixing closes beyond the control, ``mixing = (pointwise − mixer) / gap`` (the first minus
     the second). Each share has a percentile bootstrap interval (``<share>_low``,
-    ``<share>_high``) that resamples every variant's seeds independently (scipy, 2,000
+    ``<share>_high``) that resamples each variant's seeds independently and once, whether the
+    variant appears in the share's numerator, its denominator or both (scipy, 2,000
     resamples, seeded, samples sorted as in :func:`welch_gap`) when each variant it needs has
     at least two seeds; the gap has :func:`welch_gap`'s intervals (``gap_ci_low``,
     ``gap_ci_high``, ``gap_boot_low``, ``gap_boot_high``). A share whose variants lack records
@@ -315,12 +316,14 @@ def mixer_shares(frame: pd.DataFrame, value: str = "final_val_loss", confidence:
         if not len(xa) or not len(xb):
             continue
         out[share] = float((xa.mean() - xb.mean()) / out["gap"])
-        if min(len(xa), len(xb), len(ffn), len(attn)) >= 2:
-            def ratio(a_, b_, f_, t_, axis=-1):
-                return (a_.mean(axis) - b_.mean(axis)) / (f_.mean(axis) - t_.mean(axis))
+        needed = list(dict.fromkeys((a, b, "ffn_only", "attn_only")))  # each variant's seeds resampled once
+        if min(len(samples[v]) for v in needed) >= 2:
+            def ratio(*xs, axis=-1, a=a, b=b, needed=needed):
+                m = {v: x.mean(axis) for v, x in zip(needed, xs)}
+                return (m[a] - m[b]) / (m["ffn_only"] - m["attn_only"])
 
-            boot = stats.bootstrap((xa, xb, ffn, attn), ratio, confidence_level=confidence, n_resamples=2000,
-                                   method="percentile", random_state=0)
+            boot = stats.bootstrap(tuple(samples[v] for v in needed), ratio, confidence_level=confidence,
+                                   n_resamples=2000, method="percentile", random_state=0)
             out[f"{share}_low"] = float(boot.confidence_interval.low)
             out[f"{share}_high"] = float(boot.confidence_interval.high)
     return out

@@ -42,3 +42,14 @@ def test_mixer_shares_without_the_control_leave_its_shares_missing():
     assert all(math.isnan(shares[k]) for k in ("pointwise", "mixing", "pointwise_low", "mixing_high"))
     assert shares["n_pointwise"] == 0
     assert math.isnan(analysis.mixer_shares(_frame({"mixer": [2.0, 2.1]}))["mixer"])
+
+
+def test_a_variant_in_numerator_and_denominator_is_resampled_once():
+    """AttnOnly and the mixer constant and equal: the mixer closes exactly the whole gap for any
+    resample of FFNOnly's seeds, so its interval is the point 1. Resampling FFNOnly separately
+    in the numerator and the denominator would widen it."""
+    frame = _frame({"attn_only": [1.8] * 4, "ffn_only": [3.0, 3.2, 3.4, 3.6], "mixer": [1.8] * 4,
+                    "pointwise": [2.7, 2.7, 2.7, 2.7]})
+    shares = analysis.mixer_shares(frame)
+    assert shares["mixer"] == pytest.approx(1.0)
+    assert shares["mixer_low"] == pytest.approx(1.0) and shares["mixer_high"] == pytest.approx(1.0)

@@ -9,8 +9,9 @@ Verdicts (:data:`VERDICTS`):
   as an anomaly (its intermediate reproduction): ours agrees with the paper's controlled
   result instead;
 * ``not reproduced`` -- the records contradict the claim;
-* ``new evidence`` -- a test the paper could not decide, decided here: evidence on the
-  paper's hypothesis, not a reproduction of a result;
+* ``new evidence for`` / ``new evidence against`` -- a test the paper could not decide,
+  decided here: evidence for or against the paper's proposal, by the direction its rule
+  states, not a reproduction of a result;
 * ``not testable here`` -- the records exist but the claim cannot be tested with them (a
   platform effect), or no record could test it (a quantity the paper does not define: so
   at every profile, records or not);

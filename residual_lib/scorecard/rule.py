@@ -17,7 +17,7 @@ from . import limits
 PARTIAL = ("attn_only", "ffn_only", "no_residual")
 
 VERDICTS = ("reproduced", "partly reproduced", "agrees with the paper's confirmed result", "not reproduced",
-            "new evidence", "not testable here", "inconclusive", "not run at this scale")
+            "new evidence for", "new evidence against", "not testable here", "inconclusive", "not run at this scale")
 PAPER_SCALE = {"paper-10m": "10M", "paper-124m": "124M"}
 
 
@@ -107,6 +107,11 @@ class ProfileRecords:
 def agrees(ours: float, claim_row: pd.Series) -> bool:
     std = claim_row["std"] if not pd.isna(claim_row["std"]) else 0.0
     return abs(ours - claim_row["value"]) <= max(2 * std, limits.REL_TOL * abs(claim_row["value"]))
+
+
+def evidence(for_it: bool) -> str:
+    """The verdict of a test the paper could not decide, with its direction."""
+    return "new evidence for" if for_it else "new evidence against"
 
 
 def verdict(ok: bool) -> str:

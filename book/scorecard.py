@@ -13,7 +13,7 @@
 #
 # Every claim of the paper, judged at every profile where it can be checked: the verdicts at
 # a glance first (✓ reproduced or agrees with the paper's confirmed result, ◐ partly
-# reproduced, ✗ not reproduced, ★ new evidence on a question the paper left open, ∅ not
+# reproduced, ✗ not reproduced, ★ new evidence for or against a proposal the paper left open, ∅ not
 # testable with these records, ? inconclusive at this scale, · not run at this scale, — not
 # a claim about that scale), then each claim with the paper's values, ours and the rule that
 # decided. Everything on this page is computed from the run records.
@@ -56,6 +56,14 @@ count_text = scorecard.count_sentence(table, profile)
 glue("verdict_sentence", Prose(count_text))  # Markdown here, inline HTML in the intro
 display(Markdown(count_text))
 HTML(grid_html)
+
+# %% [markdown]
+# ## Verdicts fixed before their data
+
+# %% tags=["hide-input"]
+from residual_lib.scorecard import preregistration
+
+Markdown(preregistration.statement(records))
 
 # %% [markdown]
 # ## Scale
@@ -108,8 +116,9 @@ show_table(counts.rename("rows"), index="verdict")
 # - **agrees with the paper's confirmed result**: for a result the paper itself set aside as an
 #   anomaly, ours agrees with the paper's controlled result instead.
 # - **not reproduced**: the records contradict the claim.
-# - **new evidence**: a test the paper could not decide, decided here; evidence on the paper's
-#   hypothesis, not a reproduction of a result.
+# - **new evidence for** / **against**: a test the paper could not decide, decided here; evidence
+#   for or against the paper's proposal (each rule states which way counts as which), not a
+#   reproduction of a result.
 # - **not testable here**: the records exist but cannot test the claim (a platform effect, or a
 #   quantity the paper does not define).
 # - **inconclusive**: an absolute number of the paper's model, against a smaller stand-in.

@@ -33,8 +33,8 @@ SCALARS = (
     "status", "final_val_loss", "best_val_loss", "unigram_floor", "eval_floor", "n_params", "steps",
     "wall_seconds", "tokens_per_second",
 )
-DERIVED = ("block_size", "device", "device_name", "cpu_capability", "precision", "eval_bigram", "on_recipe",
-           "off_recipe")
+DERIVED = ("block_size", "device", "device_name", "cpu_capability", "precision", "started_at", "eval_bigram",
+           "on_recipe", "off_recipe")
 
 
 def _record_files(path) -> list[Path]:
@@ -91,6 +91,7 @@ def load_records(path, skip_bad: bool = False) -> pd.DataFrame:
         # the kernels that made the record: its bits are a function of its key and these
         row["cpu_capability"] = rec["provenance"].get("cpu_capability") if row["device"] == "cpu" else None
         row["precision"] = rec["provenance"].get("precision") or "fp32"
+        row["started_at"] = rec["provenance"].get("started_at")  # records made since the field existed
         row["eval_bigram"] = record_eval_bigram(rec)
         row["off_recipe"] = recipe_difference(rec)
         row["on_recipe"] = not row["off_recipe"]

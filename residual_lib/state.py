@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import torch
 
@@ -174,6 +174,10 @@ class RunState:
         finite = [i for i, v in enumerate(val_losses) if math.isfinite(v)]
         best = min(finite, key=lambda i: val_losses[i]) if finite and not diverged else None
         tokens = profile.tokens_per_step * profile.max_iters
+        wall = time.perf_counter() - started
+        finished = datetime.now(timezone.utc)
+        # when the run began, a resumed run's first process included (what a pre-registration is checked against)
+        started_at = (finished - timedelta(seconds=wall)).isoformat(timespec="seconds")
         return make_record(
             self.run,
             diverged_at_step=self.diverged_at,
@@ -189,8 +193,8 @@ class RunState:
             tokens=tokens,
             curves={"train": self.train_curve, "val": self.val_curve},
             diagnostics=diag,
-            wall_seconds=time.perf_counter() - started,
+            wall_seconds=wall,
             tokens_per_second=tokens / train_seconds if train_seconds > 0 else None,
-            provenance={**prov, **(extra_provenance or {}),
-                        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds")},
+            provenance={**prov, **(extra_provenance or {}), "started_at": started_at,
+                        "finished_at": finished.isoformat(timespec="seconds")},
         )

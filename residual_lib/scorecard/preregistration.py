@@ -1,0 +1,128 @@
+"""Verdicts fixed before their data: the rules, thresholds and code that judge ``paper-10m``,
+registered (by their sha256) in a commit that precedes every ``paper-10m`` record.
+
+Every other verdict of the scorecard was judged by rules written while the stand-in records
+already existed. The ``paper-10m`` column is different: its rules were committed, with the
+digest of :data:`FILES` (:func:`digest`), in a commit whose message says "pre-registration",
+before the first ``paper-10m`` run started. :func:`status` finds that commit in the history and
+checks every ``paper-10m`` record's start time (``provenance.started_at``) against it.
+
+A change to any of :data:`FILES` after the registration changes the digest; the test suite
+fails until the change is listed in :data:`AMENDMENTS` (what changed, why, and whether any
+``paper-10m`` record existed then), which the scorecard shows beside the registration.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+
+PROFILE = "paper-10m"
+_PACKAGE = Path(__file__).resolve().parents[1]
+#: The code and data that decide a ``paper-10m`` verdict: the rules and their texts, the
+#: thresholds, the claims and the paper's values, the numbers the rules compute, and which
+#: records they read.
+FILES = (
+    "scorecard/rule.py", "scorecard/rules.py", "scorecard/limits.py", "scorecard/claims.py",
+    "scorecard/verdicts.py", "paper.py", "paper_claims.csv", "analysis.py", "escapes.py", "sections.py",
+    "frames.py",
+)
+#: The digest registered in the pre-registration commit.
+REGISTERED_DIGEST = "7913eb25a25c072124b244f5ae7caefa518e02eeecd1e26aaf6447310990e461"
+
+
+@dataclass(frozen=True)
+class Amendment:
+    """A change to the registered files after the registration: the digest it leads to, when,
+    what and why, and whether ``paper-10m`` records existed then."""
+
+    digest: str
+    date: str
+    change: str
+    reason: str
+    records_existed: bool
+
+
+#: Every change to :data:`FILES` since the registration, oldest first.
+AMENDMENTS: tuple[Amendment, ...] = ()
+
+
+def digest(root: Path = _PACKAGE) -> str:
+    """sha256 over :data:`FILES` (each file's path, then its bytes)."""
+    h = hashlib.sha256()
+    for name in FILES:
+        h.update(name.encode() + b"\n" + (root / name).read_bytes() + b"\n")
+    return h.hexdigest()
+
+
+def current_digest_is_accounted_for() -> bool:
+    """Whether today's files are the registered ones or the last amendment's."""
+    expected = AMENDMENTS[-1].digest if AMENDMENTS else REGISTERED_DIGEST
+    return digest() == expected
+
+
+def registration_commit() -> tuple[str, datetime] | None:
+    """The pre-registration commit (its message names the registered digest) and its commit
+    time, from this checkout's history; None where the history is not available."""
+    try:
+        out = subprocess.run(["git", "log", "--fixed-strings", f"--grep={REGISTERED_DIGEST[:16]}", "--format=%H %cI"],
+                             cwd=_PACKAGE, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = out.stdout.split("\n") if out.returncode == 0 else []
+    lines = [line for line in lines if line.strip()]
+    if not lines:
+        return None
+    sha, when = lines[-1].split()  # the oldest commit that names it
+    return sha, datetime.fromisoformat(when)
+
+
+def status(records: pd.DataFrame) -> dict:
+    """The registration against the ``paper-10m`` records of ``records``
+    (:func:`residual_lib.frames.load_records` rows): ``commit`` and ``registered`` (None
+    without the history), ``records``, ``started_after`` (how many started after the commit),
+    ``first_start`` and ``holds`` (every record started after it)."""
+    found = registration_commit()
+    own = records[records.profile == PROFILE] if "profile" in records else records.head(0)
+    starts = pd.to_datetime(own["started_at"], utc=True) if "started_at" in own else pd.Series(dtype="datetime64[ns, UTC]")
+    out = {"commit": None, "registered": None, "digest": REGISTERED_DIGEST, "records": len(own),
+           "started_after": None, "first_start": starts.min() if len(starts) else None, "holds": None,
+           "amendments": len(AMENDMENTS)}
+    if found is not None:
+        sha, when = found
+        after = int((starts > pd.Timestamp(when)).sum())
+        out.update(commit=sha, registered=when, started_after=after, holds=after == len(own))
+    return out
+
+
+def statement(records: pd.DataFrame) -> str:
+    """The scorecard's sentences on the registration."""
+    s = status(records)
+    if s["commit"] is None:
+        return (f"The rules that judge `{PROFILE}` were registered by their digest (sha256 {s['digest'][:16]}…), "
+                "but this copy has no git history to find the registration's commit in.")
+    when = s["registered"].strftime("%Y-%m-%d %H:%M UTC")
+    text = (f"The rules, thresholds and code that judge `{PROFILE}` were fixed before its data: commit "
+            f"{s['commit'][:7]} ({when}, pre-registration, sha256 {s['digest'][:16]}… of "
+            f"{len(FILES)} files) precedes ")
+    if not s["records"]:
+        text += f"every `{PROFILE}` record, since none exists yet."
+    elif s["holds"]:
+        text += (f"all {s['records']} `{PROFILE}` records: the first of them started "
+                 f"{s['first_start'].strftime('%Y-%m-%d %H:%M UTC')}.")
+    else:
+        text = text.replace("were fixed before its data", "were registered") + (
+            f"only {s['started_after']} of the {s['records']} `{PROFILE}` records; the others started before it "
+            "and were judged by rules written with them in view.")
+    if AMENDMENTS:
+        text += f" The rules were amended {len(AMENDMENTS)} time{'s' if len(AMENDMENTS) > 1 else ''} since: " + \
+            "; ".join(f"{a.date}, {a.change} ({a.reason}; paper-10m records existed: "
+                      f"{'yes' if a.records_existed else 'no'})" for a in AMENDMENTS) + "."
+    else:
+        text += " They have not changed since."
+    return text

@@ -1,0 +1,34 @@
+"""The paper-10m pre-registration: the registered files' digest, and the check of every
+paper-10m record's start time against the registration commit."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pandas as pd
+
+from residual_lib.scorecard import preregistration
+
+
+def test_the_rules_that_judge_paper_10m_are_the_registered_ones_or_a_listed_amendment():
+    assert preregistration.current_digest_is_accounted_for(), (
+        f"a file of preregistration.FILES changed after the paper-10m pre-registration (digest now "
+        f"{preregistration.digest()}): list the change in preregistration.AMENDMENTS")
+
+
+def test_records_are_checked_against_the_registration_commit(monkeypatch):
+    when = datetime(2026, 12, 5, 4, 0, tzinfo=timezone.utc)
+    monkeypatch.setattr(preregistration, "registration_commit", lambda: ("a" * 40, when))
+    frame = pd.DataFrame({"profile": ["paper-10m", "paper-10m", "cpu"],
+                          "started_at": ["2026-12-05T05:00:00+00:00", "2026-12-05T06:00:00+00:00",
+                                         "2026-12-01T00:00:00+00:00"]})
+    s = preregistration.status(frame)
+    assert (s["records"], s["started_after"], s["holds"]) == (2, 2, True)
+    assert "precedes all 2 `paper-10m` records: the first of them started 2026-12-05 05:00 UTC" in \
+        preregistration.statement(frame)
+    frame.loc[0, "started_at"] = "2026-12-05T03:00:00+00:00"  # a record that began before the rules were fixed
+    s = preregistration.status(frame)
+    assert (s["started_after"], s["holds"]) == (1, False)
+    assert "only 1 of the 2" in preregistration.statement(frame)
+    empty = preregistration.statement(frame[frame.profile == "cpu"])
+    assert "since none exists yet" in empty

@@ -66,6 +66,34 @@ from residual_lib.scorecard import preregistration
 Markdown(preregistration.statement(records))
 
 # %% [markdown]
+# ## How the rules changed
+#
+# The first rules were committed (8008129, 2026-12-02 11:41 UTC) before any record existed,
+# but most were rewritten after the stand-in records they judge were made, some after FFNOnly
+# seeds 42 and 123 had left the floor. The table gives each claim's verdict at the stand-in
+# under those first rules (re-implemented, applied to the records they would have read then)
+# beside today's, and every change to its rule with the commit's reason and the records that
+# existed when it was made.
+
+# %% tags=["hide-input"]
+from residual_lib.scorecard import history
+
+changed = history.history_table(table, records, profile)
+moved = history.moved(changed)
+judged = (changed["first rules"] != "not in the first rules").sum()
+Markdown(
+    f"Of the {judged} claims the first rules judged at `{profile}`, {judged - len(moved)} have the"
+    f" same verdict today and {len(moved)} moved: "
+    + "; ".join(f"{r.claim} ({r._2} → {r.today})" for r in moved.itertuples())
+    + "."
+    if len(moved)
+    else f"None of the {judged} claims the first rules judged at `{profile}` changed verdict."
+)
+
+# %% tags=["hide-input"]
+show_table(changed)
+
+# %% [markdown]
 # ## Scale
 
 # %% tags=["hide-input"]

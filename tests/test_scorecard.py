@@ -553,3 +553,23 @@ def test_escape_rate_text_gives_the_rate_per_setting_fishers_test_and_the_other_
     assert text.endswith("With the line at 0.02 nats the counts are 3 and 0 of 20 (p = 0.231); at 0.1 nats, 1 and"
                          " 0 of 20 (p = 1.000).")
     assert escape_rate_text(escape_rates(runs.head(0), (0.05,)), 0.05) == "No escape-rate records at this profile yet."
+
+
+def test_the_first_rules_judged_ffn_only_by_its_mean_and_the_floor_of_the_whole_split(tmp_path):
+    """Under the first rules an escape that pulls FFNOnly's mean 0.069 below the split's floor
+    undoes the asymmetry; today's rules judge the asymmetry seed by seed."""
+    from residual_lib.frames import load_records
+    from residual_lib.scorecard import history
+
+    central(tmp_path, "cpu", attn=1.8, ffn=FLOOR)
+    records = load_records(tmp_path)
+    assert history.first_verdicts(records)["asymmetry_10m"] == "reproduced"
+    fake_record(tmp_path, "cpu", "ffn_only", 2, FLOOR - 0.2, layer0=0.0)  # one seed leaves the floor
+    records = load_records(tmp_path)
+    first = history.first_verdicts(records)
+    assert first["asymmetry_10m"] == "not reproduced" and first["ffn_collapse_10m"] == "not reproduced"
+    table = scorecard.build(tmp_path, stand_in="cpu", records=records)
+    rows = history.history_table(table, records)
+    row = rows[rows.claim.str.startswith("The asymmetry")].iloc[0]
+    assert (row["first rules"], row["today"]) == ("not reproduced", "reproduced")
+    assert "5380c9f" in row["changes"] and len(history.moved(rows)) >= 1

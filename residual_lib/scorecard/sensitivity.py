@@ -4,6 +4,8 @@ table the scorecard page shows."""
 
 from __future__ import annotations
 
+import inspect
+
 from pathlib import Path
 
 import pandas as pd
@@ -14,8 +16,9 @@ from ..profiles import BOOK_PROFILE
 from ..records import read_record
 from . import limits
 from .claims import TITLES
+from .history import changes_for
 from .limits import thresholds
-from .rule import stand_ins
+from .rule import RULES, stand_ins
 from .verdicts import build
 
 
@@ -61,9 +64,25 @@ def threshold_table(sensitivity_table: pd.DataFrame, records: pd.DataFrame, stan
             when += (f": before all {len(made)} stand-in records it judges" if not before else
                      f": after {before} of the {len(made)} stand-in records it judges" + (
                          f" (the other {after} were made later)" if after else ""))
+        logic = _logic_changes(name)
         rows.append({"threshold": name, "meaning": first.meaning, "value": f"{first.value:g}",
-                     "at the alternatives": "; ".join(effects), "set": when})
+                     "at the alternatives": "; ".join(effects), "value set": when,
+                     "logic of the rules that use it last changed": logic})
     return pd.DataFrame(rows)
+
+
+def _logic_changes(threshold: str) -> str:
+    """When the logic of the rules that compare with ``threshold`` last changed (from
+    :data:`residual_lib.scorecard.history.CHANGES`), and the commit: a value fixed early says
+    little if the rule around it was rewritten later."""
+    users = [name for name, rule in RULES.items() if f"limits.{threshold}" in inspect.getsource(rule.check)]
+    changes = sorted((c for name in users for c in changes_for(name)), key=lambda c: c.date)
+    if not users:
+        return "no rule compares with it directly"
+    if not changes:
+        return f"unchanged since the first rules ({', '.join(users)})"
+    last = changes[-1]
+    return f"{last.date.replace('T', ' ')} UTC, commit {last.commit} ({', '.join(sorted(set(users)))})"
 
 
 def fragile(sensitivity_table: pd.DataFrame) -> set[tuple[str, str]]:

@@ -85,13 +85,15 @@ class Dropout(nn.Dropout):
 
 def causal_attention_int32_dropout(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, p: float) -> torch.Tensor:
     """Causal softmax attention with dropout ``p`` on its weights, as SDPA's math kernel computes
-    it with dropout, but with :func:`keep_mask`'s masks, and the ``1 / (1 - p)`` rescaling
-    applied to the (T times smaller) output instead of the weights."""
+    it with dropout, but with :func:`keep_mask`'s masks, the softmax in fp32 whatever the
+    precision of the scores, and the ``1 / (1 - p)`` rescaling applied to the (T times smaller)
+    output instead of the weights."""
     T = q.shape[-2]
     scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))
     future = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)
-    weights = scores.masked_fill(future, float("-inf")).softmax(dim=-1)
-    return ((weights * keep_mask(weights.shape, p, q.device)) @ v) * (1.0 / (1.0 - p))
+    # the softmax in fp32 (CPU autocast would keep bf16 scores in bf16 through it)
+    weights = scores.float().masked_fill(future, float("-inf")).softmax(dim=-1)
+    return ((weights * keep_mask(weights.shape, p, q.device)).to(v.dtype) @ v) * (1.0 / (1.0 - p))
 
 
 class CausalSelfAttention(nn.Module):
@@ -253,9 +255,13 @@ class Block(nn.Module):
         if self.tensor_switches:
             h = x * self.attn_skip + self.attn(self.ln_1(x)) * self.gain
             return h * self.ffn_skip + self.mlp(self.ln_2(h)) * self.gain
-        a = self._scale(self.attn(self.ln_1(x)))
+        # The sublayers' outputs join the stream in its own dtype. Under bf16 autocast they come
+        # out in bf16: Full's stream stays fp32 (x + a promotes), but a variant without a residual
+        # would carry a bf16 stream and round every later addition in bf16, a difference between
+        # the variants that is not the ablation. (In fp32, .to is the tensor itself: no operation.)
+        a = self._scale(self.attn(self.ln_1(x))).to(x.dtype)
         h = x + a if self.attn_residual else a
-        f = self._scale(self.mlp(self.ln_2(h)))
+        f = self._scale(self.mlp(self.ln_2(h))).to(h.dtype)
         return h + f if self.ffn_residual else f
 
 

@@ -174,3 +174,18 @@ def test_two_records_of_one_key_count_as_one_run(tmp_path, capsys):
     assert frame.precision.iloc[0] == "fp32"
     err = capsys.readouterr().err
     assert "1 record file with the key of another left out" in err and str(copy) in err
+
+
+@pytest.mark.parametrize("variant", ["full", "attn_only", "ffn_only", "no_residual"])
+def test_under_bf16_every_variant_keeps_an_fp32_residual_stream(variant):
+    """Autocast makes each sublayer's output bf16; Full adds it to an fp32 stream, so a variant
+    without a residual must get it back in fp32 too, or its stream alone would round in bf16."""
+    from residual_lib.data import load_corpus
+    from residual_lib.state import RunState
+
+    profile = get_profile("smoke-dropout", **FAST)
+    state = RunState(Run(profile, variant, 1), load_corpus(profile.dataset), "cpu")
+    x, y = state.next_batch()
+    with state.autocast:
+        _, loss, hidden = state.model(x, y, return_hidden=True)
+    assert all(h.dtype == torch.float32 for h in hidden) and loss.dtype == torch.float32

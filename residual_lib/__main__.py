@@ -37,7 +37,7 @@ from .data import DataError
 from .devicecheck import CHECKS, run_checks, write_report
 from .execute import all_notebooks
 from .files import NotWritableError, check_writable
-from .frames import diverged, load_records, off_recipe_lines, recipe_runs, summarize, usable
+from .frames import kernel_labels, diverged, load_records, off_recipe_lines, recipe_runs, summarize, usable
 from .paths import results_folder
 from .profiles import BOOK_PROFILE, PROFILES, ProfileError, get_profile
 from .records import RecordError, read_record
@@ -207,7 +207,9 @@ def _summary(args) -> int:
     frame = every if args.all_conditions else controlled(every)
     by = ["profile", "variant"] + (["eval_mode", "gain", "deterministic"] if args.all_conditions else [])
     sizes = frame.groupby(by)[["unigram_floor", "n_params"]].first().reset_index()
-    table = summarize(frame, by=by).merge(sizes, on=by)
+    frame = frame.assign(kernels=kernel_labels(frame))
+    kernels = frame.groupby(by)["kernels"].agg(lambda k: " + ".join(sorted(set(k)))).reset_index()
+    table = summarize(frame, by=by).merge(sizes, on=by).merge(kernels, on=by)
     table["variant"] = pd.Categorical(table["variant"], [v for v in VARIANTS if v in set(table["variant"])])
     table = table.sort_values(by).rename(columns={"count": "runs"})
     with pd.option_context("display.float_format", "{:.4f}".format, "display.width", 160):

@@ -19,7 +19,8 @@ and the machine's own matrix-multiply throughput in fp32 and in bf16, with the f
 the rate of the profile's precision each training figure reaches (model FLOPs utilisation,
 counting ``6 N + 12 L T C`` FLOPs per token as nanoGPT does). The report names the
 precision and the CPU kernels in force. Every figure is total tokens per second over all
-models trained at once; ``--threads`` sets the threads of ``single``, ``nodiag``, ``fused``
+models trained at once, evaluation not included (at ``paper-10m`` its 200-batch evaluations
+come to about a quarter of a run's time); ``--threads`` sets the threads of ``single``, ``nodiag``, ``fused``
 and ``reference`` (default: every core). Evaluation is not timed: it is a small share of
 a run (``eval_iters`` forward batches every ``eval_interval`` steps).
 """
@@ -170,6 +171,9 @@ class _ReferenceLoop:
             raise RunError(f"{path} is not a Python file: pass nanoGPT's model.py, e.g. --reference nanoGPT/model.py")
         module = importlib.util.module_from_spec(module_spec)
         module_spec.loader.exec_module(module)
+        missing = [name for name in ("GPT", "GPTConfig") if not hasattr(module, name)]
+        if missing or not hasattr(getattr(module, "GPT", None), "configure_optimizers"):
+            raise RunError(f"{path} has no {', '.join(missing) or 'GPT.configure_optimizers'}: pass nanoGPT's model.py")
         torch.manual_seed(0)
         config = module.GPTConfig(block_size=profile.block_size, vocab_size=vocab_size, n_layer=profile.n_layer,
                                   n_head=profile.n_head, n_embd=profile.n_embd, dropout=profile.dropout,
@@ -247,13 +251,14 @@ def bench(
            "precision": profile.precision, "cpu_dropout": profile.cpu_dropout,
            "cpu_micro_batch": profile.cpu_micro_batch, **({} if device.startswith("cuda") else kernel_environment())}
     with determinism(True), _threads(None if device.startswith("cuda") else threads):
+        reference_loop = None if reference is None else _ReferenceLoop(reference, profile, corpus.vocab_size, device)
         loops = {
             "single": _Loop(profile, corpus, 1, False, device, compile=compile),
             "nodiag": _Loop(profile, corpus, 1, False, device, diagnostics=False, compile=compile),
             "fused": _Loop(profile, corpus, fuse, True, device, compile=compile),
         }
-        if reference is not None:
-            loops["reference"] = _ReferenceLoop(reference, profile, corpus.vocab_size, device)
+        if reference_loop is not None:
+            loops["reference"] = reference_loop
             out["reference"] = str(reference)
         n_params = loops["single"].trainers[0].states[0].model.num_params()
         for name, rate in _best_rates(loops, steps, warmup, repeats).items():
@@ -262,14 +267,17 @@ def bench(
         out["matmul_gflops_fp32"] = matmul_gflops(device, dtype=torch.float32)
         out["matmul_gflops_bf16"] = matmul_gflops(device, dtype=torch.bfloat16)
         out["matmul_gflops"] = out[f"matmul_gflops_{profile.precision}"]  # the rate the profile's precision can reach
-    jobs, threads, layout_fuse = layout or default_layout(fuse, device)
-    out["sweep_layout"] = {"jobs": jobs, "threads": threads, "fuse": layout_fuse}
-    out["sweep_tokens_per_s"] = _sweep_throughput(profile, data_dir, fuse, jobs, threads, layout_fuse, steps, warmup,
+    jobs, threads_per_job, layout_fuse = layout or default_layout(fuse, device)
+    out["sweep_layout"] = {"jobs": jobs, "threads": threads_per_job, "fuse": layout_fuse}
+    out["sweep_tokens_per_s"] = _sweep_throughput(profile, data_dir, fuse, jobs, threads_per_job, layout_fuse, steps, warmup,
                                                   device, compile, repeats)
     per_token = flops_per_token(profile, n_params)
     out["flops_per_token"] = per_token
     for name in ("single", "nodiag", "fused", "sweep"):
-        out[f"mfu_{name}"] = out[f"{name}_tokens_per_s"] * per_token / (out["matmul_gflops"] * 1e9)
+        # the sweep runs on jobs x threads threads, the other figures on `threads`: scale the measured rate
+        used = jobs * threads_per_job if name == "sweep" and not device.startswith("cuda") else out["threads"]
+        rate = out["matmul_gflops"] * used / out["threads"]
+        out[f"mfu_{name}"] = out[f"{name}_tokens_per_s"] * per_token / (rate * 1e9)
     out["mfu"] = max(out[f"mfu_{name}"] for name in ("single", "fused", "sweep"))
     out["sweep_speedup"] = out["sweep_tokens_per_s"] / out["single_tokens_per_s"]
     out["fused_speedup"] = out["fused_tokens_per_s"] / out["single_tokens_per_s"]

@@ -105,7 +105,20 @@ def load_records(path, skip_bad: bool = False) -> pd.DataFrame:
     return frame.sort_values(["profile", "variant", "seed", "key"], ignore_index=True) if rows else frame
 
 
-def once_per_key(rows: list[dict]) -> list[dict]:
+def kernel_labels(frame: pd.DataFrame) -> pd.Series:
+    """What made each run's numbers, as the tables name it: the device, or on CPU the kernels'
+    instruction set and the precision (``AVX2 fp32``, ``AVX512 bf16``); records that name no
+    kernels predate the field (``unnamed fp32``)."""
+    def label(row) -> str:
+        if row.device != "cpu":
+            return f"{row.device} {row.precision}"
+        isa = row.cpu_capability if isinstance(row.cpu_capability, str) else "unnamed"
+        return f"{isa} {row.precision.split()[0]}"
+
+    return frame.apply(label, axis=1) if len(frame) else pd.Series(dtype=object)
+
+
+def once_per_key(rows: list[dict], quiet: bool = False) -> list[dict]:
     """One row per run key: two records of one key (made on other CPU kernels, or a copy of a
     record elsewhere under the folder read) are one run, not two. The one kept is the least
     deeply filed (``<results>/<profile>/``, where the trainer writes), then the first by path;
@@ -114,7 +127,7 @@ def once_per_key(rows: list[dict]) -> list[dict]:
     for row in sorted(rows, key=lambda r: (len(Path(r["path"]).parts), r["path"])):
         kept.setdefault(row["key"], row)
     dropped = [r["path"] for r in rows if kept[r["key"]] is not r]
-    if dropped:
+    if dropped and not quiet:
         print(f"residual_lib: {len(dropped)} record file{'s' if len(dropped) > 1 else ''} with the key of another "
               f"left out (one run counts once): {', '.join(sorted(dropped))}", file=sys.stderr)
     return [r for r in rows if kept[r["key"]] is r]
@@ -125,7 +138,10 @@ def load_curves(path: str | os.PathLike, split: str = "train", skip_bad: bool = 
     (record, step) with the record's ``key``, ``variant``, ``seed``, ``gain``, ``eval_mode``
     and every scalar series logged at that step."""
     frames = []
-    for _, rec in _valid_records(path, skip_bad):
+    found = _valid_records(path, skip_bad)
+    kept = {id(row["rec"]) for row in once_per_key([{"key": rec["key"], "path": str(file), "rec": rec}
+                                                     for file, rec in found], quiet=True)}
+    for _, rec in (pair for pair in found if id(pair[1]) in kept):
         curve = rec["curves"][split]
         scalar = {k: v for k, v in curve.items() if v and not isinstance(v[0], (list, dict))}
         frame = pd.DataFrame(scalar)

@@ -91,6 +91,8 @@ class Profile(Architecture):
             if getattr(self, name) <= 0:
                 flag = "--" + name.replace("_", "-")
                 raise ProfileError(f"{name} must be positive, got {getattr(self, name)}: pass a positive {flag}")
+        if not 0 <= self.dropout < 1:
+            raise ProfileError(f"dropout must be at least 0 and below 1, got {self.dropout}: choose e.g. 0.2")
         if self.eval_noise_repeats < 0:
             raise ProfileError(f"eval_noise_repeats must be >= 0, got {self.eval_noise_repeats}: pass 0 to skip")
         if self.cpu_micro_batch is not None and (self.cpu_micro_batch <= 0 or self.batch_size % self.cpu_micro_batch):

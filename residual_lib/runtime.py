@@ -129,16 +129,23 @@ def machine_isa() -> str:
     return torch.backends.cpu.get_cpu_capability()
 
 
+def amx_available(environment: dict | None = None) -> bool:
+    """Whether oneDNN may run bf16 matrix multiplies on AMX units under ``environment`` (default
+    this process's): the processor has them and no ``ONEDNN_MAX_CPU_ISA`` below AMX is set."""
+    limit = ((os.environ if environment is None else environment).get("ONEDNN_MAX_CPU_ISA") or "").upper()
+    return "amx_bf16" in _cpu_flags() and (not limit or "AMX" in limit or limit == "ALL")
+
+
 def kernel_environment() -> dict:
     """The CPU kernels in force, as a record's provenance names them: the mode asked for,
     torch's instruction set, the MKL and oneDNN limits set in the environment (null: none),
-    and whether the processor has AMX matrix units (what bf16 runs on, without a oneDNN limit)."""
+    and whether oneDNN may use AMX matrix units for bf16 (:func:`amx_available`)."""
     return {
         "isa_mode": isa_mode(),
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "mkl_enable_instructions": os.environ.get("MKL_ENABLE_INSTRUCTIONS") or None,
         "onednn_max_cpu_isa": os.environ.get("ONEDNN_MAX_CPU_ISA") or None,
-        "amx": "amx_bf16" in _cpu_flags(),
+        "amx": amx_available(),
     }
 
 
@@ -156,9 +163,11 @@ def kernel_mismatch() -> str | None:
     limits = [f"{name}={os.environ[name]}" for name in CPU_ISA if os.environ.get(name)]
     best = machine_isa()
     if capability != best or limits:
-        return (f"residual_lib: this run uses {capability} kernels, not this machine's fastest ({best}), because "
-                f"{', '.join(limits) or 'of a limit set outside residual_lib'} is set: its record names what it ran "
-                f"on; unset it, or set {ISA_ENV}=avx2 for the portable mode")
+        what = (f"{capability} kernels, not this machine's fastest ({best})" if capability != best
+                else f"{capability} kernels with a limit on MKL or oneDNN")
+        cause = f"{', '.join(limits)} {'is' if len(limits) == 1 else 'are'} set" if limits else "of a setting outside residual_lib"
+        return (f"residual_lib: this run uses {what}, because {cause}: its record names what it ran on; unset "
+                f"{'them' if len(limits) > 1 else 'it'}, or set {ISA_ENV}=avx2 for the portable mode")
     return None
 
 

@@ -43,7 +43,7 @@ from .paths import results_folder
 from .profiles import BOOK_PROFILE
 from .records import RecordError, read_record, seal, write_record
 from .runs import Run, RunError
-from .runtime import machine_isa, resolve_device
+from .runtime import amx_available, machine_isa, resolve_device
 from .store import obtain
 
 #: The folder beside a profile's records that holds their certificates.
@@ -116,39 +116,59 @@ def rerunnable(path: str | os.PathLike) -> tuple[dict, Run]:
     return recorded, spec
 
 
-#: The kernels a CPU record that names none is rerun under: records made before provenance named
-#: them reproduce the AVX2 kernels' bits (``tests/test_kernels.py`` checks one committed record).
+#: The kernels a CPU record that names none is rerun under. Records made before provenance named
+#: them were made before the AVX2 pin existed, on kernels nobody wrote down; the AVX2 pin
+#: reproduces those checked so far at ``cpu`` (``tests/test_kernels.py``; ``ffn_only`` seed 42
+#: in full), and verify says so when it does not.
 UNNAMED_ISA = "AVX2"
+#: The environment variables that choose the CPU kernels (see :mod:`residual_lib.isa`).
+_KERNEL_VARS = (*CPU_ISA, ISA_ENV)
 
 
-def isa_environment(recorded_isa: str | None) -> dict | None:
-    """The environment under which this machine's CPU kernels are ``recorded_isa`` (what a record
-    names as its ``cpu_capability``): ``None`` if this process already runs them; raises
-    :class:`RunError` if the machine has no such kernels."""
-    here = torch.backends.cpu.get_cpu_capability()
-    if recorded_isa in (None, here):
+def isa_environment(prov: dict) -> dict | None:
+    """The environment under which this machine runs the CPU kernels a record's provenance
+    names (its instruction set, the MKL and oneDNN limits it was made under, AMX for bf16):
+    ``None`` if this process already runs them; raises :class:`RunError` if the machine cannot."""
+    recorded = prov.get("cpu_capability") or UNNAMED_ISA
+    limits = {"MKL_ENABLE_INSTRUCTIONS": prov.get("mkl_enable_instructions"),
+              "ONEDNN_MAX_CPU_ISA": prov.get("onednn_max_cpu_isa")}
+    best = machine_isa()
+    if recorded == "AVX2" and best in ("AVX2", "AVX512"):
+        wanted = {ISA_ENV: "avx2", **CPU_ISA}  # the portable pin (an AVX2 machine's own kernels are the same)
+    elif recorded == "DEFAULT":
+        wanted = {"ATEN_CPU_CAPABILITY": "default", **limits}
+    elif recorded == best:
+        wanted = dict(limits)
+    else:
+        raise RunError(f"the record was made on {recorded} CPU kernels, which this machine does not have (its best "
+                       f"is {best}): verify it on a machine that has them")
+    if str(prov.get("precision", "")).startswith("bf16") and "amx" in prov and prov["amx"] != amx_available(wanted):
+        had = "with" if prov["amx"] else "without"
+        raise RunError(f"the record's bf16 matrix multiplies ran {had} AMX units and this machine's would not: "
+                       "verify it on a machine like the one that made it")
+    wanted = {k: v for k, v in wanted.items() if v}
+    here = {k: os.environ[k] for k in _KERNEL_VARS if os.environ.get(k)}
+    if wanted == here and torch.backends.cpu.get_cpu_capability() == recorded:
         return None
-    env = {k: v for k, v in os.environ.items() if k not in CPU_ISA and k != ISA_ENV}
-    if recorded_isa == "AVX2" and machine_isa() in ("AVX2", "AVX512"):
-        return {**env, ISA_ENV: "avx2"}
-    if recorded_isa == machine_isa():
-        return env
-    raise RunError(f"the record was made on {recorded_isa} CPU kernels, which this machine does not have (its best "
-                   f"is {machine_isa()}): verify it on a machine that has them")
+    return {**{k: v for k, v in os.environ.items() if k not in _KERNEL_VARS}, **wanted}
 
 
 def _verify_elsewhere(path: Path, env: dict, progress: bool | None, data_dir: str | None) -> dict:
     """Verify in a child process whose CPU kernels are the record's (they are chosen when torch
-    loads, once per process), and return the certificate it wrote."""
+    loads, once per process), and return the certificate it wrote. The old certificate is
+    removed first, so that a child that fails cannot leave an earlier verdict standing."""
     if data_dir is not None:
         env = {**env, "RESIDUAL_DATA_DIR": str(data_dir)}
+    certificate = certificate_path(path)
+    certificate.unlink(missing_ok=True)
     command = [sys.executable, "-m", "residual_lib", "verify", str(path), *([] if progress else ["--quiet"])]
     child = subprocess.run(command, env=env, stdout=None if progress else subprocess.DEVNULL,
                            stderr=subprocess.PIPE, text=True)
-    if child.returncode not in (0, 1):
+    if not certificate.is_file():
         lines = child.stderr.strip().splitlines()
-        raise RunError(lines[-1] if lines else f"verifying {path.name} under its own CPU kernels failed")
-    return json.loads(certificate_path(path).read_text(encoding="utf-8"))
+        raise RunError(f"verifying {path.name} under its own CPU kernels failed"
+                       + (f": {lines[-1]}" if lines else f" (exit status {child.returncode})"))
+    return json.loads(certificate.read_text(encoding="utf-8"))
 
 
 def verify_record(path: str | os.PathLike, scratch_dir: str | os.PathLike | None = None, *,
@@ -164,7 +184,7 @@ def verify_record(path: str | os.PathLike, scratch_dir: str | os.PathLike | None
     prov = recorded["provenance"]
     device = resolve_device(device or prov.get("device") or "cpu")
     if device == "cpu":
-        env = isa_environment(prov.get("cpu_capability") or UNNAMED_ISA)
+        env = isa_environment(prov)
         if env is not None:
             if scratch_dir is not None:
                 raise RunError("a record made on other CPU kernels is verified in a child process with a scratch "

@@ -189,3 +189,35 @@ def test_under_bf16_every_variant_keeps_an_fp32_residual_stream(variant):
     with state.autocast:
         _, loss, hidden = state.model(x, y, return_hidden=True)
     assert all(h.dtype == torch.float32 for h in hidden) and loss.dtype == torch.float32
+
+
+def test_a_record_made_on_the_default_kernels_verifies_and_a_failed_child_leaves_no_verdict(tmp_path):
+    from residual_lib.runs import RunError
+    from residual_lib.verify import _verify_elsewhere, certificate_path
+
+    code = ("import sys, residual_lib\nfrom residual_lib.runs import Run\nfrom residual_lib.store import obtain\n"
+            "print(obtain([Run(residual_lib.get_profile('smoke', max_iters=40), 'ffn_only', 6)], sys.argv[1], "
+            "progress=False)[0][0])")
+    made = subprocess.run([sys.executable, "-c", code, str(tmp_path / "results")], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, env=_env(ATEN_CPU_CAPABILITY="default"))
+    assert made.returncode == 0, made.stderr
+    path = Path(made.stdout.strip().splitlines()[-1])
+    assert read_record(path)["provenance"]["cpu_capability"] == "DEFAULT"
+    cert = verify_record(path)
+    assert cert["equal"] is True and cert["rerun_cpu_capability"] == "DEFAULT"
+    # a child that fails before it writes its certificate leaves none behind, not the last one
+    with pytest.raises(RunError, match="failed"):
+        _verify_elsewhere(path, _env(**{ISA_ENV: "bogus"}), False, None)
+    assert not certificate_path(path).exists()
+
+
+def test_dropout_must_be_below_one_and_the_reference_must_be_nanogpts(tmp_path):
+    from residual_lib.bench import _ReferenceLoop
+    from residual_lib.runs import RunError
+
+    with pytest.raises(ProfileError, match="below 1"):
+        get_profile("smoke", dropout=1.0)
+    other = tmp_path / "model.py"
+    other.write_text("x = 1\n")
+    with pytest.raises(RunError, match="nanoGPT's model.py"):
+        _ReferenceLoop(other, get_profile("smoke"), 65, "cpu")

@@ -49,7 +49,13 @@ class Amendment:
 
 
 #: Every change to :data:`FILES` since the registration, oldest first.
-AMENDMENTS: tuple[Amendment, ...] = ()
+AMENDMENTS: tuple[Amendment, ...] = (
+    Amendment("51c0e446fe417f0b341ecc7d61ae9c9935daa8c4e0ce369be071e7b29857f60a", "2026-12-05",
+              "load_curves counts a run once when two record files share its key, as load_records does; the "
+              "tables name the kernels of the records they show (frames.kernel_labels)",
+              "a copied record doubled a run's curves; which kernels made a table's numbers was not said",
+              records_existed=False),
+)
 
 
 def digest(root: Path = _PACKAGE) -> str:

@@ -79,16 +79,7 @@ Markdown(preregistration.statement(records))
 from residual_lib.scorecard import history
 
 changed = history.history_table(table, records, profile)
-moved = history.moved(changed)
-judged = (changed["first rules"] != "not in the first rules").sum()
-Markdown(
-    f"Of the {judged} claims the first rules judged at `{profile}`, {judged - len(moved)} have the"
-    f" same verdict today and {len(moved)} moved: "
-    + "; ".join(f"{r.claim} ({r._2} → {r.today})" for r in moved.itertuples())
-    + "."
-    if len(moved)
-    else f"None of the {judged} claims the first rules judged at `{profile}` changed verdict."
-)
+Markdown(history.summary_sentence(changed, profile))
 
 # %% tags=["hide-input"]
 show_table(changed)

@@ -235,5 +235,17 @@ def moved(history: pd.DataFrame) -> pd.DataFrame:
     return known[known["first rules"] != known["today"]]
 
 
+def summary_sentence(history: pd.DataFrame, profile: str) -> str:
+    """:func:`history_table` in a sentence: how many verdicts the first rules gave at
+    ``profile``, how many stand today, and which moved."""
+    judged = int((history["first rules"] != "not in the first rules").sum())
+    shift = moved(history)
+    if not len(shift):
+        return f"None of the {judged} claims the first rules judged at `{profile}` changed verdict."
+    return (f"Of the {judged} claims the first rules judged at `{profile}`, {judged - len(shift)} have the same "
+            f"verdict today and {len(shift)} moved: "
+            + "; ".join(f"{r['claim']} ({r['first rules']} → {r['today']})" for _, r in shift.iterrows()) + ".")
+
+
 __all__ = ["CHANGES", "Change", "FIRST_COMMIT", "RULE_DIGESTS", "changes_for", "first_verdicts", "history_table",
-           "moved", "rule_digest"]
+           "moved", "rule_digest", "summary_sentence"]

@@ -126,7 +126,8 @@ def statement(records: pd.DataFrame) -> str:
             f"only {s['started_after']} of the {s['records']} `{PROFILE}` records; the others started before it "
             "and were judged by rules written with them in view.")
     if AMENDMENTS:
-        text += f" The rules were amended {len(AMENDMENTS)} time{'s' if len(AMENDMENTS) > 1 else ''} since: " + \
+        times = {1: "once", 2: "twice"}.get(len(AMENDMENTS), f"{len(AMENDMENTS)} times")
+        text += f" The files were amended {times} since: " + \
             "; ".join(f"{a.date}, {a.change} ({a.reason}; paper-10m records existed: "
                       f"{'yes' if a.records_existed else 'no'})" for a in AMENDMENTS) + "."
     else:

@@ -68,22 +68,23 @@ def test_starvation_splits_ffn_only_into_the_seeds_at_the_floor_and_those_that_e
     central = _central({1: FLOOR, 2: FLOOR + 0.01, 3: FLOOR - 0.01, 4: FLOOR - 0.3, 5: FLOOR - 0.5})
     layer0 = _layer0({1: 1e-7, 2: 3e-7, 3: 5e-7, 4: 2e-4, 5: 6e-4})
     text = joint_collapse.starvation_tracks(central, layer0)
-    assert text.startswith("Starvation tracks collapse, not the removal of a residual")
-    assert "has a median of 0.75 after the cut-off" in text  # full's 0.8 and attn_only's 0.7
-    assert "while no_residual's is 2.0×10⁻⁷" in text
-    assert text.endswith("; ffn_only's is 3.0×10⁻⁷ in the 3 seeds that stay at the floor and 4.0×10⁻⁴ in the 2"
-                         " that escape.")
+    assert text.startswith("After the cut-off, block 0's gradient has a median of 0.75")  # full 0.8, attn_only 0.7
+    assert "and 2.0×10⁻⁷ in no_residual" in text
+    assert "; ffn_only's is 3.0×10⁻⁷ in the 3 seeds that stay at the floor and 4.0×10⁻⁴ in the 2 that escape" in text
+    # seed 4 escaped with block 0 below the starvation line: starvation does not decide collapse
+    assert text.endswith("Starvation does not decide collapse by itself: seed 4 left the floor with block 0 below "
+                         "the 5.0×10⁻⁴ line (2.0×10⁻⁴).")
 
 
 def test_starvation_with_one_collapsed_seed_and_no_escape():
     text = joint_collapse.starvation_tracks(_central({1: FLOOR}), _layer0({1: 1e-7}))
-    assert text.endswith("; ffn_only's is 1.0×10⁻⁷ in the 1 seed that stay at the floor.")
+    assert text.endswith("; ffn_only's is 1.0×10⁻⁷ in the 1 seed that stays at the floor.")
     assert "escape" not in text
 
 
 def test_starvation_without_ffn_only_runs_names_only_the_other_variants():
     text = joint_collapse.starvation_tracks(_central({}), _layer0({}))
-    assert text.endswith("while no_residual's is 2.0×10⁻⁷.")
+    assert text.endswith("and 2.0×10⁻⁷ in no_residual.")
     assert "ffn_only" not in text
 
 

@@ -46,7 +46,8 @@ def _seeds(runs: pd.DataFrame) -> str:
 def curves_caption(runs: pd.DataFrame) -> str:
     """The caption of the validation curves under random evaluation, naming the seeds drawn."""
     return ("Validation loss of the four variants under nanoGPT-style random evaluation, seed"
-            f" {_seeds(runs)} (the section's runs; with several seeds, the mean and a band of ±1 std). The dashed"
+            f" {_seeds(runs)} (the section's runs{'; the mean and a band of ±1 std' if runs.seed.nunique() > 1 else ''})."
+            " The dashed"
             " line is the expected floor of random evaluation; FFNOnly and NoResidual lie on it, one over the other.")
 
 
@@ -68,18 +69,27 @@ def starvation_tracks(central: pd.DataFrame, layer0: pd.DataFrame) -> str:
     ``FLOOR_TOL``) and those that escape. ``central`` holds the controlled runs ``layer0`` was read from."""
     learn = layer0[layer0.variant.isin(["full", "attn_only"])]["median"].median()
     no_residual = layer0[layer0.variant == "no_residual"]["median"].median()
-    text = ("Starvation tracks collapse, not the removal of a residual: the block-0 gradient of the variants that"
-            f" learn (full and attn_only) has a median of {learn:.2f} after the cut-off, while no_residual's is"
-            f" {number(no_residual)}")
+    text = (f"After the cut-off, block 0's gradient has a median of {learn:.2f} in the variants that learn (full and"
+            f" attn_only), and {number(no_residual)} in no_residual")
     ffn_layer0 = layer0[layer0.variant == "ffn_only"].set_index("seed")["median"]
     if len(ffn_layer0):
         ffn = central[central.variant == "ffn_only"].set_index("seed")
         collapsed = (ffn.final_val_loss - ffn.eval_floor).abs() <= scorecard.FLOOR_TOL
         n = int(collapsed.sum())
         text += (f"; ffn_only's is {number(ffn_layer0[collapsed].median())} in the {n} seed{'s' if n != 1 else ''}"
-                 " that stay at the floor")
-        if (~collapsed).any():
-            text += f" and {number(ffn_layer0[~collapsed].median())} in the {int((~collapsed).sum())} that escape"
+                 f" that {'stay' if n != 1 else 'stays'} at the floor")
+        escaped = ffn_layer0[~collapsed.reindex(ffn_layer0.index, fill_value=True)]
+        if len(escaped):
+            m = len(escaped)
+            text += f" and {number(escaped.median())} in the {m} that escape{'s' if m == 1 else ''}"
+            starved = escaped[escaped < scorecard.LAYER0_ZERO]
+            if len(starved):
+                who = ", ".join(str(s) for s in starved.index)
+                text += (f". Starvation does not decide collapse by itself: seed{'s' if len(starved) > 1 else ''}"
+                         f" {who} left the floor with block 0 below the {scientific(scorecard.LAYER0_ZERO)} line"
+                         f" ({', '.join(scientific(v) for v in starved)})")
+            else:
+                text += ": here every starved seed is also a collapsed one"
     return text + "."
 
 

@@ -59,8 +59,9 @@ def headline(table: pd.DataFrame, records: pd.DataFrame, stand_in: str = BOOK_PR
     means = central[central.seed.isin(seeds)].groupby("variant")["final_val_loss"].mean()
     sizes = central[central.variant == "full"]["n_params"]
     text = ("The paper's central claim is an asymmetry: without its attention residual (FFNOnly) a Pre-LN "
-            "transformer collapses to the loss of a model that ignores its input, while without its feed-forward "
-            "residual (AttnOnly) it still learns.")
+            "transformer collapses to the floor its no-residual model sits on, while without its feed-forward "
+            "residual (AttnOnly) it still learns. (That floor, this book finds, is the loss of a model that ignores "
+            "its input: the unigram cross-entropy of the tokens evaluated.)")
     verdict = rows.verdict.get(("asymmetry_10m", stand_in))
     if verdict and verdict != "not run at this scale" and {"attn_only", "ffn_only"} <= set(means.index):
         size = f"a {sizes.max() / 1e6:.2g}M-parameter stand-in" if len(sizes) else "a small stand-in"

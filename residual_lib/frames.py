@@ -52,8 +52,9 @@ def _record_files(path) -> list[Path]:
                   and not skip.intersection(p.relative_to(path).parts[:-1]))
 
 
-def _valid_records(path: str | os.PathLike, skip_bad: bool) -> list[tuple[Path, dict]]:
-    """Every record file under ``path`` with its content; bad files raise together
+def _valid_records(path: str | os.PathLike, skip_bad: bool, quiet: bool = False) -> list[tuple[Path, dict]]:
+    """Every record file under ``path`` with its content, one per run key (:func:`once_per_key`);
+    bad files raise together
     (:class:`BadRecordsError`) or, with ``skip_bad``, are reported and left out."""
     good, bad = [], []
     for file in _record_files(path):
@@ -66,7 +67,7 @@ def _valid_records(path: str | os.PathLike, skip_bad: bool) -> list[tuple[Path, 
         raise bad[0] if len(bad) == 1 and single else BadRecordsError(bad)
     for exc in bad:
         print(f"residual_lib: skipped {exc}", file=sys.stderr)
-    return good
+    return once_per_key(good, quiet)
 
 
 def load_records(path, skip_bad: bool = False) -> pd.DataFrame:
@@ -98,7 +99,6 @@ def load_records(path, skip_bad: bool = False) -> pd.DataFrame:
         row["path"] = str(file)
         rows.append(row)
     columns = [*SCALARS, *DERIVED, "path"]
-    rows = once_per_key(rows)
     frame = pd.DataFrame(rows) if rows else pd.DataFrame(columns=columns)
     for name in ("final_val_loss", "best_val_loss"):  # null (a diverged run) reads as NaN
         frame[name] = pd.to_numeric(frame[name], errors="coerce")
@@ -118,19 +118,19 @@ def kernel_labels(frame: pd.DataFrame) -> pd.Series:
     return frame.apply(label, axis=1) if len(frame) else pd.Series(dtype=object)
 
 
-def once_per_key(rows: list[dict], quiet: bool = False) -> list[dict]:
-    """One row per run key: two records of one key (made on other CPU kernels, or a copy of a
-    record elsewhere under the folder read) are one run, not two. The one kept is the least
-    deeply filed (``<results>/<profile>/``, where the trainer writes), then the first by path;
-    the others are named in one line on stderr."""
-    kept: dict[str, dict] = {}
-    for row in sorted(rows, key=lambda r: (len(Path(r["path"]).parts), r["path"])):
-        kept.setdefault(row["key"], row)
-    dropped = [r["path"] for r in rows if kept[r["key"]] is not r]
+def once_per_key(pairs: list[tuple[Path, dict]], quiet: bool = False) -> list[tuple[Path, dict]]:
+    """One (file, record) pair per run key: two records of one key (made on other CPU kernels, or
+    a copy of a record elsewhere under the folder read) are one run, not two. The one kept is the
+    least deeply filed (``<results>/<profile>/``, where the trainer writes), then the first by
+    path; unless ``quiet``, the others are named in one line on stderr."""
+    kept: dict[str, Path] = {}
+    for file, rec in sorted(pairs, key=lambda pair: (len(Path(pair[0]).parts), str(pair[0]))):
+        kept.setdefault(rec["key"], file)
+    dropped = [str(file) for file, rec in pairs if kept[rec["key"]] != file]
     if dropped and not quiet:
         print(f"residual_lib: {len(dropped)} record file{'s' if len(dropped) > 1 else ''} with the key of another "
               f"left out (one run counts once): {', '.join(sorted(dropped))}", file=sys.stderr)
-    return [r for r in rows if kept[r["key"]] is r]
+    return [(file, rec) for file, rec in pairs if kept[rec["key"]] == file]
 
 
 def load_curves(path: str | os.PathLike, split: str = "train", skip_bad: bool = False) -> pd.DataFrame:
@@ -138,10 +138,7 @@ def load_curves(path: str | os.PathLike, split: str = "train", skip_bad: bool = 
     (record, step) with the record's ``key``, ``variant``, ``seed``, ``gain``, ``eval_mode``
     and every scalar series logged at that step."""
     frames = []
-    found = _valid_records(path, skip_bad)
-    kept = {id(row["rec"]) for row in once_per_key([{"key": rec["key"], "path": str(file), "rec": rec}
-                                                     for file, rec in found], quiet=True)}
-    for _, rec in (pair for pair in found if id(pair[1]) in kept):
+    for _, rec in _valid_records(path, skip_bad, quiet=True):
         curve = rec["curves"][split]
         scalar = {k: v for k, v in curve.items() if v and not isinstance(v[0], (list, dict))}
         frame = pd.DataFrame(scalar)

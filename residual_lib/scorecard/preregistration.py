@@ -55,6 +55,9 @@ AMENDMENTS: tuple[Amendment, ...] = (
               "tables name the kernels of the records they show (frames.kernel_labels)",
               "a copied record doubled a run's curves; which kernels made a table's numbers was not said",
               records_existed=False),
+    Amendment("fbb2c057f29c68fa72f891e713544e9ca9a5bfd5472ceb7bcf17d87384fe20f2", "2026-12-05",
+              "a run's records are counted once in the reader both loaders share, not in each loader",
+              "one mechanism instead of two; the same rows and curves", records_existed=False),
 )
 
 

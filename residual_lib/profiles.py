@@ -183,6 +183,17 @@ PROFILES["cpu-budget"] = replace(PROFILES["cpu"], name="cpu-budget", max_iters=2
                                  eval_interval=250, log_interval=50)
 PROFILES["smoke-budget"] = replace(PROFILES["smoke"], name="smoke-budget", max_iters=300, min_lr=3e-3)
 
+# The gain confound's timing (chapter 5): the first 500 steps of a ``cpu`` run, evaluated on the
+# fixed batches every 20 steps. The schedule still decays over the cpu run's 2,000 steps, so each
+# step trains exactly as the cpu run's does; the paper's "~200 steps" of a 5,000-step run is
+# step 80 of 2,000.
+PROFILES["cpu-gain-early"] = replace(PROFILES["cpu"], name="cpu-gain-early", max_iters=500, lr_decay_iters=2000,
+                                     eval_interval=20, eval_noise_repeats=0)
+PROFILES["smoke-gain-early"] = replace(PROFILES["smoke"], name="smoke-gain-early", max_iters=50,
+                                       lr_decay_iters=150, eval_interval=10, eval_noise_repeats=0)
+#: Each profile and the profile that times its gain runs' first steps (:data:`PROFILES` above).
+GAIN_TIMING: dict[str, str] = {"cpu": "cpu-gain-early", "smoke": "smoke-gain-early"}
+
 PROFILES["smoke-ladder-s"] = replace(PROFILES["smoke"], name="smoke-ladder-s", n_embd=12)
 PROFILES["smoke-ladder-m"] = replace(PROFILES["smoke"], name="smoke-ladder-m", n_embd=20)
 

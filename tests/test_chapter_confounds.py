@@ -46,3 +46,20 @@ def test_the_noise_table_gives_the_spread_and_the_largest_deviation_per_variant(
     assert noise.columns.tolist() == ["std", "max |deviation| (nats)"]
     assert noise.loc["ffn_only", "max |deviation| (nats)"] == pytest.approx(0.03)  # the negative one
     assert noise.loc["full", "std"] == pytest.approx(0.02)
+
+
+def test_the_early_gain_profile_trains_the_first_steps_of_its_parent_run():
+    """The timing profile's runs are their parent's first steps, evaluated more often: the same
+    learning rates, batches and weights, so the shared evaluation step gives the same loss."""
+    from residual_lib import Run
+    from residual_lib.profiles import GAIN_TIMING, get_profile
+    from residual_lib.train import train
+
+    parent, early = get_profile("smoke"), get_profile(GAIN_TIMING["smoke"])
+    assert early.max_iters < parent.max_iters and early.decay_iters == parent.max_iters
+    whole = train(Run(parent, "attn_only", 1337, gain=2.0), progress=False)["curves"]["val"]
+    first = train(Run(early, "attn_only", 1337, gain=2.0), progress=False)["curves"]["val"]
+    assert first["step"] == list(range(0, early.max_iters + 1, early.eval_interval))
+    shared = early.max_iters
+    assert first["loss"][-1] == whole["loss"][whole["step"].index(shared)]
+    assert len(first["step"]) > len([s for s in whole["step"] if s <= shared])

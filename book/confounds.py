@@ -24,16 +24,20 @@ train_missing = False
 device = "auto"
 gains = None
 gain_variant = None
+gain_seeds = None
 
 # %% tags=["hide-input"]
-from residual_lib import analysis, plots, scorecard
+from IPython.display import Markdown
+
+from residual_lib import analysis, gains, paper, plots, scorecard
 from residual_lib.book import glue
+from residual_lib.chapters import confounds
 from residual_lib.notebook import notebook_records
 from residual_lib.tables import table
 
 records = notebook_records("05_confounds", globals())
-gain_runs, central = analysis.confound_runs(
-    records, gain_variant, seeds[0], gains, variants
+gain_runs, early_runs, central = analysis.confound_runs(
+    records, gain_variant, seeds[:gain_seeds], gains, variants
 )
 
 # %% [markdown]
@@ -46,23 +50,23 @@ gain_runs, central = analysis.confound_runs(
 # with the same seed and data order, and judge by where they end, not where they start.
 
 # %% tags=["hide-input"]
-train = analysis.curves(gain_runs, "train")
-spread, merged_at = analysis.gain_equivalence(train, scorecard.GAIN_TOL)
-final = gain_runs.groupby("gain")["final_val_loss"].mean()
-glue("gain_final_spread", float(final.max() - final.min()))
-glue("gain_merged_at", merged_at if merged_at is not None else "never")
+val = gains.gain_val_curves(gain_runs, early_runs)
+timing = gains.gain_timing(gain_runs, early_runs, scorecard.GAIN_TOL)
+within = analysis.scaled_step(paper.value("gain_confound", "attn_only", "steps_to_equivalence"),
+                              int(gain_runs.steps.iloc[0]))
 plots.show(
-    plots.gain_curves(train, spread, scorecard.GAIN_TOL),
+    plots.gain_timing(gains.gain_spread(val), scorecard.GAIN_TOL, within,
+                      until=int(early_runs.steps.max()) if len(early_runs) else None),
     "fig-confound-gain",
-    f"Training loss of `{gain_variant}` (seed {seeds[0]}) under each constant gain g "
-    "(top) and the spread across gains at each logged step, log scale (bottom; dashed: "
-    f"the {scorecard.GAIN_TOL}-nat tolerance).",
-    "Two stacked line charts against training step: training loss in nats per gain, and"
-    " the max minus min across gains on a log scale with a dashed tolerance line.",
+    confounds.timing_caption(gain_variant, within),
+    confounds.TIMING_ALT,
 )
 
 # %% tags=["hide-input"]
-table(final.rename("final validation loss (nats)"), index="gain g")
+Markdown(confounds.timing_finding(timing, within))
+
+# %% tags=["hide-input"]
+table(confounds.gain_table(gain_runs), index="gain g")
 
 # %% [markdown]
 # ## 2. Validation noise: random batches against fixed batches

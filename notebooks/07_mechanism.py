@@ -26,8 +26,9 @@
 # mean of a per-token MLP: it moves information across positions with fixed weights 1/t,
 # so it cannot single out the current token (its α_tt is 1/t by construction). Its control,
 # `pointwise`, has the mixer's exact layers without the running mean: no path between
-# positions at all. What the control closes of the FFNOnly–AttnOnly gap is what the extra
-# per-position layers add; what the mixer closes beyond it is what mixing adds.
+# positions at all, so the best it can reach is the bigram reference: it carries the current
+# token to the output, the path FFNOnly lacks. What the control closes of the FFNOnly–AttnOnly
+# gap is what that path buys; what the mixer closes beyond it is what mixing adds.
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"
@@ -169,7 +170,8 @@ for name in analysis.MIXER_SHARES:
     glue(f"{name}_closed", mechanism.share_text(shares, name))
 glue("bigram_reference", f"{bigram:.3f}")
 text = mechanism.mixer_finding(
-    shares, records, bigram, alpha.loc["attn_only", mechanism.BEST_LAYER]
+    shares, records, bigram, alpha.loc["attn_only", mechanism.BEST_LAYER],
+    from_floor=analysis.mixer_shares(records, baseline=floor),
 )
 glue("mixer_finding", text)
 Markdown(text)

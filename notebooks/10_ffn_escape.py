@@ -32,7 +32,8 @@ from residual_lib import analysis, escapes, plots, scorecard, verify
 from residual_lib.book import Prose, glue
 from residual_lib.chapters import escape
 from residual_lib.notebook import notebook_records
-from residual_lib.sections import ESCAPE_THRESHOLDS
+from residual_lib.frames import profile_input_blind_line
+from residual_lib.sections import ESCAPE_LINES_FIXED, ESCAPE_THRESHOLDS
 from residual_lib.tables import table
 
 records = notebook_records("10_ffn_escape", globals(), skip_missing=True)
@@ -77,15 +78,17 @@ scorecard.verdict_box(["ffn_collapse_10m"], records)
 # the central sweep's five, then the first fifteen positive integers not among them
 # (`sections.ESCAPE_RATE_SEEDS`). Each run's distance below the floor at the end of
 # training is a continuous quantity; an escape is counted at three lines, so that no
-# conclusion rests on one of them.
+# conclusion rests on one of them, and at a fourth that the data justify: the most a model
+# that ignores its input can end below the floor.
 
 # %%
 rate_runs = escape.rate_runs(runs, profile)
-rates = escapes.escape_rates(rate_runs, ESCAPE_THRESHOLDS, confidence=0.95)
+blind = profile_input_blind_line(profile)
+rates = escapes.escape_rates(rate_runs, (blind, *ESCAPE_THRESHOLDS), confidence=0.95)
 if len(rate_runs):
     plots.show(
         plots.escape_distances(
-            rate_runs, ESCAPE_THRESHOLDS, escape.rate_settings(profile)
+            rate_runs, ESCAPE_THRESHOLDS, escape.rate_settings(profile), input_blind=blind
         ),
         "fig-escape-distances",
         escape.DISTANCES_CAPTION,
@@ -94,16 +97,23 @@ if len(rate_runs):
 
 # %%
 table(
-    escape.rate_table(rates),
+    escape.rate_table(rates, names={blind: "input-blind"}),
     headers=escape.RATE_HEADERS,
     caption="FFNOnly's escape rate per setting and line",
 )
 
 # %% tags=["hide-input"]
-rate_finding = escapes.escape_rate_text(rates, scorecard.FLOOR_TOL)
+fixed_lines = rates[rates.threshold.isin(ESCAPE_THRESHOLDS)]
+rate_finding = escapes.escape_rate_text(fixed_lines, scorecard.FLOOR_TOL)
 # Markdown on this page, inline HTML where the introduction pastes it
 glue("escape_rate_finding", Prose(rate_finding))
-Markdown(rate_finding)
+Markdown(
+    rate_finding
+    + " "
+    + escapes.input_blind_text(rate_runs, blind)
+    + "\n\n"
+    + escapes.after_lines_text(rate_runs, ESCAPE_LINES_FIXED, scorecard.FLOOR_TOL, blind)
+)
 
 # %% [markdown]
 # ## Escapes per condition

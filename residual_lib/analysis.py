@@ -48,6 +48,14 @@ LAYER0_FROM = 0.06
 #: The length of the paper's 10M runs as this project reads it (nanoGPT's shakespeare_char
 #: schedule; the summary does not state it): step counts the paper quotes are scaled by it.
 PAPER_10M_STEPS = 5000
+
+
+def scaled_step(paper_step: float, steps: int) -> int:
+    """A step the paper quotes for its 10M runs (:data:`PAPER_10M_STEPS` long), at the same share
+    of a run of ``steps``."""
+    return int(round(paper_step / PAPER_10M_STEPS * steps))
+
+
 #: A block-0 gradient norm below this rounds to the paper's "0.000".
 LAYER0_ZERO = 5e-4
 
@@ -227,13 +235,26 @@ def misorder_probability(estimates: pd.DataFrame, a: str, b: str) -> float:
     return hits / total if total else math.nan
 
 
-def confound_runs(records: pd.DataFrame, gain_variant: str, seed: int, gains, variants) -> tuple:
-    """Section 5's two sets of runs: ``gain_variant`` at ``seed`` under each of ``gains``, and
-    the central runs (gain 1, fixed batches) of ``variants`` whose evaluation noise is measured."""
-    gain_runs = records[(records.variant == gain_variant) & (records.seed == seed) & records.gain.isin(gains)]
-    central = controlled(records)
-    central = central[central.variant.isin(variants)]
-    return gain_runs, central
+def confound_runs(records: pd.DataFrame, gain_variant: str, seeds, gains, variants, profile: str | None = None
+                  ) -> tuple:
+    """Section 5's three sets of runs: ``gain_variant`` at each of ``seeds`` under each of ``gains``
+    (``whole``), the same runs' first steps at the timing profile (``early``, see
+    :data:`residual_lib.profiles.GAIN_TIMING`; empty where the profile has none), and the central
+    runs (gain 1, fixed batches) of ``variants`` whose evaluation noise is measured. ``records``:
+    the section's records, its profile's and its timing profile's; ``profile``: the section's
+    (default: the one :func:`residual_lib.notebook.ensure` names in ``records.attrs``)."""
+    from .profiles import GAIN_TIMING
+    from .sections import gain_study
+
+    profile = profile or records.attrs["profile"]
+    own, timing = records[records.profile == profile], records[records.profile == GAIN_TIMING.get(profile, "")]
+
+    def pick(frame):
+        study = gain_study(frame, gain_variant)
+        return study[study.seed.isin([int(s) for s in seeds]) & study.gain.isin([float(g) for g in gains])]
+
+    central = controlled(own)
+    return pick(own), pick(timing), central[central.variant.isin(variants)]
 
 
 #: The comparisons whose ordering random evaluation could flip (chapter 5 and the confounds page).
@@ -286,7 +307,8 @@ MIXER_SHARES = {"mixer": ("ffn_only", "mixer"), "pointwise": ("ffn_only", "point
                 "mixing": ("pointwise", "mixer")}
 
 
-def mixer_shares(frame: pd.DataFrame, value: str = "final_val_loss", confidence: float = 0.95) -> dict:
+def mixer_shares(frame: pd.DataFrame, value: str = "final_val_loss", confidence: float = 0.95,
+                 baseline: float | None = None) -> dict:
     """The mixer test as shares of the gap ``ffn_only − attn_only`` (means over seeds,
     ``gap``): what the mixer closes, ``mixer = (ffn_only − mixer) / gap``; what its no-mixing
     control closes, ``pointwise = (ffn_only − pointwise) / gap``; and what cross-position
@@ -297,10 +319,14 @@ def mixer_shares(frame: pd.DataFrame, value: str = "final_val_loss", confidence:
     resamples, seeded, samples sorted as in :func:`welch_gap`) when each variant it needs has
     at least two seeds; the gap has :func:`welch_gap`'s intervals (``gap_ci_low``,
     ``gap_ci_high``, ``gap_boot_low``, ``gap_boot_high``). A share whose variants lack records
-    is NaN. ``n_<variant>``: the seeds of each variant."""
+    is NaN. ``n_<variant>``: the seeds of each variant. ``baseline``: a fixed loss to measure
+    from in place of FFNOnly's mean (the unigram floor, say, which escaped FFNOnly seeds do not
+    pull down); FFNOnly's records are then not read, and the gap has its bootstrap interval only."""
     names = ("attn_only", "ffn_only", "mixer", "pointwise")
     samples = {v: np.sort(frame.loc[frame.variant == v, value].dropna().to_numpy(float)) for v in names}
     out: dict = {f"n_{v}": len(x) for v, x in samples.items()}
+    if baseline is not None:
+        samples["ffn_only"], out["n_ffn_only"] = np.array([float(baseline)]), 0
     out.update(gap=math.nan, gap_ci_low=math.nan, gap_ci_high=math.nan, gap_boot_low=math.nan,
                gap_boot_high=math.nan)
     for share in MIXER_SHARES:
@@ -308,18 +334,28 @@ def mixer_shares(frame: pd.DataFrame, value: str = "final_val_loss", confidence:
     ffn, attn = samples["ffn_only"], samples["attn_only"]
     if not len(ffn) or not len(attn):
         return out
-    gap = welch_gap(ffn, attn, confidence)
+    if baseline is None:
+        gap = welch_gap(ffn, attn, confidence)
+    else:  # a constant minus attn_only's mean: only attn_only's seeds vary
+        gap = {"gap": float(baseline) - attn.mean()}
+        if len(attn) >= 2:
+            boot = stats.bootstrap((attn,), lambda x, axis=-1: float(baseline) - x.mean(axis), confidence_level=confidence,
+                                   n_resamples=2000, method="percentile", random_state=0)
+            gap.update(boot_low=boot.confidence_interval.low, boot_high=boot.confidence_interval.high)
     out.update({f"gap_{k}" if k != "gap" else k: float(gap[k]) for k in ("gap", "ci_low", "ci_high", "boot_low",
                                                                   "boot_high") if k in gap})
+    fixed = {"ffn_only"} if baseline is not None else set()
     for share, (a, b) in MIXER_SHARES.items():
         xa, xb = samples[a], samples[b]
         if not len(xa) or not len(xb):
             continue
         out[share] = float((xa.mean() - xb.mean()) / out["gap"])
-        needed = list(dict.fromkeys((a, b, "ffn_only", "attn_only")))  # each variant's seeds resampled once
+        # each variant's seeds resampled once; a baseline is a constant, not resampled
+        needed = [v for v in dict.fromkeys((a, b, "ffn_only", "attn_only")) if v not in fixed]
         if min(len(samples[v]) for v in needed) >= 2:
             def ratio(*xs, axis=-1, a=a, b=b, needed=needed):
-                m = {v: x.mean(axis) for v, x in zip(needed, xs)}
+                m = {"ffn_only": float(baseline) if baseline is not None else None}
+                m.update({v: x.mean(axis) for v, x in zip(needed, xs)})
                 return (m[a] - m[b]) / (m["ffn_only"] - m["attn_only"])
 
             boot = stats.bootstrap(tuple(samples[v] for v in needed), ratio, confidence_level=confidence,

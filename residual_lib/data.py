@@ -307,6 +307,27 @@ def eval_floor(corpus: Corpus, block_size: int, batch_size: int, n_batches: int,
     return float((weights * nll[val]).sum() / weights.sum())
 
 
+def eval_input_blind(corpus: Corpus, block_size: int, batch_size: int, n_batches: int, mode: str = "fixed") -> float:
+    """The lowest loss (nats) any model that ignores its input can reach on the tokens a loss is
+    measured on: the entropy of those targets' own frequencies (the targets of :func:`eval_floor`,
+    weighted as it weights them). :func:`eval_floor` predicts them with the training split's
+    frequencies instead, so ``eval_floor - eval_input_blind`` is how far below the floor a model
+    can get without reading its input: a line beyond which leaving the floor means using it."""
+    if mode == "fixed":
+        targets = np.concatenate([y.numpy().ravel() for _, y in
+                                  fixed_val_batches(corpus.val, block_size, batch_size, n_batches)])
+        weights = np.bincount(targets, minlength=corpus.vocab_size).astype(np.float64)
+    elif mode == "random":
+        val = np.asarray(corpus.val)
+        starts, t = len(val) - block_size, np.arange(len(val))
+        w = np.clip(np.minimum(t - 1, starts - 1) - np.maximum(t - block_size, 0) + 1, 0, None)
+        weights = np.bincount(val, weights=w, minlength=corpus.vocab_size)
+    else:
+        raise ValueError(f"unknown eval mode {mode!r}: choose fixed or random")
+    p = weights[weights > 0] / weights.sum()
+    return float(-(p * np.log(p)).sum())
+
+
 def _bigram_nll(train: np.ndarray, vocab_size: int, prev: np.ndarray, nxt: np.ndarray) -> np.ndarray:
     """``-log P(nxt | prev)`` for each pair, with ``P`` the maximum-likelihood bigram
     distribution of ``train`` (see :func:`eval_bigram` for the rows that get add-one smoothing)."""

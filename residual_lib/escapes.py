@@ -39,9 +39,20 @@ def escapes(frame: pd.DataFrame, tolerance: float) -> pd.DataFrame:
                      "gain": row["gain"], "init_noise": row["init_noise"],
                      "replicate": int(row["replicate"]), "final_val_loss": row["final_val_loss"],
                      "below_floor": row["eval_floor"] - row["final_val_loss"], "escaped": step is not None,
-                     "escape_step": step, "path": row["path"]})
+                     "escape_step": step, "started": started(rec), "path": row["path"]})
     return pd.DataFrame(rows, columns=["key", "profile", "variant", "seed", "gain", "init_noise", "replicate",
-                                       "final_val_loss", "below_floor", "escaped", "escape_step", "path"])
+                                       "final_val_loss", "below_floor", "escaped", "escape_step", "started", "path"])
+
+
+def started(rec: dict) -> pd.Timestamp:
+    """When a record's run started: its ``started_at``, or for records that predate the field its
+    ``finished_at`` less its wall time (NaT when neither is known)."""
+    prov = rec.get("provenance") or {}
+    if prov.get("started_at"):
+        return pd.Timestamp(prov["started_at"])
+    if prov.get("finished_at") and rec.get("wall_seconds") is not None:
+        return pd.Timestamp(prov["finished_at"]) - pd.Timedelta(seconds=float(rec["wall_seconds"]))
+    return pd.NaT
 
 
 def escape_rate(escaped: int, runs: int, confidence: float = 0.95) -> dict:
@@ -104,3 +115,37 @@ def escape_rate_text(rates: pd.DataFrame, line: float) -> str:
             (line0, first), rest = sides[0], sides[1:]
             text += f" With the line at {line0} the counts are {first}" + "".join(f"; at {t}, {c}" for t, c in rest) + "."
     return text
+
+
+def input_blind_text(runs: pd.DataFrame, line: float, by: str = "setting") -> str:
+    """FFNOnly's escapes counted at the input-blind line (:func:`residual_lib.frames.profile_input_blind_line`),
+    per value of ``by``, with Fisher's test between the first two: one sentence."""
+    if runs.empty:
+        return ""
+    rates = escape_rates(runs, [line], by)
+    counts = "; ".join(f"at `{r.setting if by == 'setting' else getattr(r, by)}`, {r.escaped} of {r.runs}"
+                       for r in rates.itertuples())
+    text = (f"A model that ignores its input can end at most {line:.4f} nats below the floor on these batches (the "
+            "evaluated tokens' own frequencies, where the floor uses the training split's), so a run that ends "
+            f"further below has used its input. At that line: {counts}")
+    if "fisher_p" in rates and len(rates) >= 2:
+        text += f" (Fisher's exact p = {p_text(float(rates.fisher_p.iloc[0]))})"
+    return text + "."
+
+
+def after_lines_text(runs: pd.DataFrame, fixed: tuple[str, str], line: float, input_blind: float) -> str:
+    """The runs of ``runs`` that started after the escape lines were fixed (``fixed``: commit and
+    time), per setting: how many end beyond ``line`` and beyond the ``input_blind`` line. These
+    counts were made at lines chosen before their data."""
+    commit, when = fixed
+    at = pd.Timestamp(when)
+    later = runs[runs.started.notna() & (pd.to_datetime(runs.started, utc=True) > at)]
+    if later.empty:
+        return f"No run shown here started after the lines were fixed (commit {commit}, {at:%Y-%m-%d %H:%M} UTC)."
+    parts = []
+    for setting, part in later.groupby("setting", sort=False):
+        beyond, blind = int((part.below_floor > line).sum()), int((part.below_floor > input_blind).sum())
+        parts.append(f"at `{setting}`, {beyond} of {len(part)} end more than {line:g} nats below the floor and "
+                     f"{blind} beyond the input-blind line")
+    return (f"The lines were fixed in commit {commit} ({at:%Y-%m-%d %H:%M} UTC). Counted over the runs that started "
+            f"after it, and so judged at lines set before their data: " + "; ".join(parts) + ".")

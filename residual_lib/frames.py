@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .data import DataError, eval_bigram, eval_floor, load_corpus
+from .data import DataError, eval_bigram, eval_floor, eval_input_blind, load_corpus
 from .profiles import ProfileError, get_profile
 from .records import BadRecordsError, RecordError, validate_record
 
@@ -199,6 +199,17 @@ def profile_eval_bigram(profile: str, mode: str = "fixed") -> float:
     the evaluation batches), without a record: e.g. the paper's 10M setting."""
     prof = get_profile(profile)
     return record_eval_bigram({"eval_mode": mode, "config": {"dataset": prof.dataset, "profile": prof.to_dict()}})
+
+
+@functools.lru_cache(maxsize=None)
+def profile_input_blind_line(profile: str, mode: str = "fixed") -> float:
+    """How far below its floor (nats) a model of ``profile`` that ignores its input can end on the
+    evaluation batches: ``eval_floor - eval_input_blind`` (:func:`residual_lib.data.eval_input_blind`).
+    An FFNOnly run that ends further below has used its input."""
+    prof = get_profile(profile)
+    corpus = load_corpus(prof.dataset)
+    return (eval_floor(corpus, prof.block_size, prof.batch_size, prof.eval_iters, mode)
+            - eval_input_blind(corpus, prof.block_size, prof.batch_size, prof.eval_iters, mode))
 
 
 def summarize(frame: pd.DataFrame, value: str = "final_val_loss", by=("profile", "variant")) -> pd.DataFrame:

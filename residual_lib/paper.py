@@ -14,6 +14,7 @@ project's measurements.
 
 from __future__ import annotations
 
+import re
 from importlib import resources
 
 import pandas as pd
@@ -32,6 +33,53 @@ def value(claim: str, variant: str, quantity: str) -> float:
     if len(rows) != 1:
         raise KeyError(f"no single paper value for {claim}/{variant}/{quantity}: see residual_lib/paper_claims.csv")
     return float(rows["value"].iloc[0])
+
+
+#: How the book names each quantity of the claims file (its code name is the file's).
+QUANTITIES = {
+    "final_val_loss": "final validation loss",
+    "ratio_to_full": "ratio to Full",
+    "ratio_to_full_low": "ratio to Full, low end",
+    "ratio_to_full_high": "ratio to Full, high end",
+    "layer0_grad_norm_from_step_300": "block-0 gradient norm from step 300",
+    "hidden_norm_growth": "hidden-norm growth (×)",
+    "representation_drift": "representation drift (×)",
+    "steps_to_equivalence": "steps until the gains agree",
+    "best_val_loss_gain_2": "best validation loss at gain 2",
+    "gap": "gap in final validation loss",
+    "final_val_loss_conclusion": "final validation loss (the conclusion's figure)",
+    "final_val_loss_std_conclusion": "std of the final validation loss (the conclusion's figure)",
+    "ratio": "ratio of final validation losses",
+    "alpha_tt": "α_tt (attention on its own position)",
+    "relative_gap_percent_124m": "relative gap at 124M (%)",
+    "relative_gap_percent_10m": "relative gap at 10M (%)",
+    "final_val_loss_original_s5": "originally recorded final validation loss (section 5)",
+    "final_val_loss_original_s7": "originally recorded final validation loss (section 7)",
+    "nanogpt_minus_controlled": "nanoGPT's loss minus the controlled one",
+}
+#: How the book names the variants, and the paper's "partial" (all three partial variants).
+VARIANT_NAMES = {"full": "Full", "attn_only": "AttnOnly", "ffn_only": "FFNOnly", "no_residual": "NoResidual",
+                 "mixer": "mixer", "pointwise": "pointwise", "partial": "every partial variant"}
+
+
+def quantity_label(quantity: str) -> str:
+    """A quantity of the claims file in words: :data:`QUANTITIES`, or for a per-seed or per-repeat
+    value (``final_val_loss_seed_42``, ``final_val_loss_repeat_2``) the quantity with its seed or repeat."""
+    if quantity in QUANTITIES:
+        return QUANTITIES[quantity]
+    match = re.fullmatch(r"(.+)_(seed|repeat)_(\d+)", quantity)
+    if match and match.group(1) in QUANTITIES:
+        return f"{QUANTITIES[match.group(1)]}, {match.group(2)} {match.group(3)}"
+    raise KeyError(f"no name for the quantity {quantity!r}: add it to residual_lib.paper.QUANTITIES")
+
+
+def variant_label(variant: str) -> str:
+    """A variant of the claims file in the book's spelling; a gap or ratio (``ffn_only-attn_only``,
+    ``ffn_only/attn_only``) with a true minus or a slash between the names."""
+    for sign, shown in (("-", " − "), ("/", " / ")):
+        if sign in variant:
+            return shown.join(VARIANT_NAMES.get(v, v) for v in variant.split(sign))
+    return VARIANT_NAMES.get(variant, variant)
 
 
 def section(number: int | str) -> pd.DataFrame:

@@ -45,7 +45,7 @@ class ParameterError(ValueError):
 
 
 #: The smallest value of the sections' integer parameters (0 where not named here).
-_MINIMUM = {"ladder_seeds": 1, "repeats": 1}
+_MINIMUM = {"ladder_seeds": 1, "repeats": 1, "gain_seeds": 1}
 
 
 def _items(value) -> list:

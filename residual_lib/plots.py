@@ -168,6 +168,24 @@ def gain_curves(curve: pd.DataFrame, spread: pd.DataFrame, tolerance: float) -> 
     return fig
 
 
+def gain_timing(spread: pd.DataFrame, tolerance: float, within: int, until: int | None = None) -> plt.Figure:
+    """The spread of the gains' validation losses against step, one line per seed
+    (:func:`residual_lib.gains.gain_spread`), up to step ``until``; the tolerance and the
+    paper's scaled step ``within`` marked."""
+    if until is not None:
+        spread = spread[spread.step <= until]
+    fig, ax = plt.subplots(figsize=(WIDTH, 3.6))
+    sns.lineplot(data=spread.assign(seed=spread.seed.astype(str)), x="step", y="spread", hue="seed",
+                 palette="colorblind", marker="o", markersize=3, ax=ax)
+    ax.axhline(tolerance, color="red", ls="--", lw=1)
+    ax.axvline(within, color="black", ls=":", lw=1)
+    ax.set(ylabel="max − min over gains (nats)", xlabel="training step", yscale="log",
+           title="When the gains' validation losses meet")
+    _legend_outside(ax, title="seed")
+    fig.tight_layout()
+    return fig
+
+
 def eval_spread(estimates: pd.DataFrame) -> plt.Figure:
     """Random-batch evaluations of each final model around its fixed-batch loss."""
     fig, ax = plt.subplots(figsize=(WIDTH, 3.8))
@@ -256,10 +274,12 @@ def escape_curves(curve: pd.DataFrame, floor: float, tolerance: float, order: li
     return fig
 
 
-def escape_distances(runs: pd.DataFrame, thresholds, order: list[str]) -> plt.Figure:
+def escape_distances(runs: pd.DataFrame, thresholds, order: list[str], input_blind: float | None = None
+                     ) -> plt.Figure:
     """How far below its floor every FFNOnly run ends (``below_floor``, nats; negative:
     above it), one row of points per setting (``setting`` column, in ``order``), with a
-    line at each threshold an escape is counted at."""
+    line at each threshold an escape is counted at and, in red, at ``input_blind`` (the most
+    a model that ignores its input can end below the floor)."""
     settings = [s for s in order if s in set(runs["setting"])]
     fig, ax = plt.subplots(figsize=(WIDTH, 1.1 + 0.7 * len(settings)))
     with seeded_jitter():
@@ -270,9 +290,54 @@ def escape_distances(runs: pd.DataFrame, thresholds, order: list[str]) -> plt.Fi
         ax.axvline(t, color="black", lw=0.9, ls=style)
         ax.annotate(f"{t:g}", (t, 1.0), xycoords=("data", "axes fraction"), xytext=(2, 2),
                     textcoords="offset points", fontsize=9)
+    if input_blind is not None:
+        ax.axvline(input_blind, color="#d62728", lw=0.9)
+        ax.annotate("input-blind", (input_blind, 0.0), xycoords=("data", "axes fraction"), xytext=(2, 2),
+                    textcoords="offset points", fontsize=9, color="#d62728")
     ax.axvline(0, color="#999999", lw=0.8)
     low, high = min(-0.05, runs.below_floor.min() - 0.02), max(max(thresholds) + 0.05, runs.below_floor.max() + 0.03)
     ax.set_xlim(low, high)
     ax.set(xlabel="nats below the floor at the end of training", ylabel="")
+    fig.tight_layout()
+    return fig
+
+
+def budget_curves(curve: pd.DataFrame, floor: float, line: float, bigram: float) -> plt.Figure:
+    """The budget study's validation curves (``variant``, ``key``, ``step``, ``loss``): every
+    FFNOnly run, thin, with the anchors (AttnOnly, NoResidual) in their colours; the floor of the
+    evaluation batches (dashed), the line an escape must cross (dotted) and the bigram reference
+    (dash-dotted)."""
+    fig, ax = plt.subplots(figsize=(WIDTH, 3.8))
+    for (variant, _), run in curve.groupby(["variant", "key"], sort=False):
+        ffn = variant == "ffn_only"
+        ax.plot(run["step"], run["loss"], color=PALETTE.get(variant, "black"), lw=0.9 if ffn else 1.3,
+                alpha=0.6 if ffn else 0.9)
+    ax.axhline(floor, color="black", ls="--", lw=1)
+    ax.axhline(floor - line, color="black", ls=":", lw=1)
+    ax.axhline(bigram, color="black", ls="-.", lw=1)
+    handles = [plt.Line2D([], [], color=PALETTE[v], label=v) for v in ("ffn_only", "attn_only", "no_residual")
+               if v in set(curve["variant"])]
+    handles += [plt.Line2D([], [], color="black", ls="--", label="floor"),
+                plt.Line2D([], [], color="black", ls=":", label=f"floor − {line:g}"),
+                plt.Line2D([], [], color="black", ls="-.", label="bigram")]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.set(xlabel="training step", ylabel="val loss (nats)", title="Ten times the budget")
+    ax.set_ylim(min(curve["loss"].min(), bigram) - 0.1, floor + 0.4)
+    fig.tight_layout()
+    return fig
+
+
+def survival(km: pd.DataFrame, steps: int, flat_after: int, stay: float) -> plt.Figure:
+    """The Kaplan-Meier share of FFNOnly runs still on the floor (``step``, ``on_floor``) to
+    step ``steps``; dotted, the step after which an escape rules out the structural reading, and
+    dashed, the share on the floor that reading needs (``stay``)."""
+    fig, ax = plt.subplots(figsize=(WIDTH, 3.2))
+    x = [*km["step"], steps]
+    y = [*km["on_floor"], km["on_floor"].iloc[-1]]
+    ax.step(x, y, where="post", color=PALETTE["ffn_only"], lw=1.6)
+    ax.axvline(flat_after, color="black", ls=":", lw=1)
+    ax.axhline(stay, color="black", ls="--", lw=1)
+    ax.set(xlabel="training step", ylabel="share still on the floor", ylim=(-0.02, 1.05), xlim=(0, steps),
+           title="FFNOnly's time on the floor (Kaplan–Meier)")
     fig.tight_layout()
     return fig

@@ -16,7 +16,7 @@ import pandas as pd
 from .architecture import CENTRAL_VARIANTS
 from .frames import recipe_runs
 from .paths import results_folder
-from .profiles import DROPOUT_TWIN, LADDER_SEEDS, get_profile, ladder
+from .profiles import DROPOUT_TWIN, GAIN_TIMING, LADDER_SEEDS, get_profile, ladder
 from .records import find_record
 from .runs import PAPER_SEEDS, Run
 from .tables import plural, scientific
@@ -43,8 +43,12 @@ def _joint_collapse(profile, seeds, variants):
         _central(profile, seeds, variants)
 
 
-def _confounds(profile, seeds, variants, gains=(0.5, 1.0, 2.0, 4.0), gain_variant="attn_only"):
-    gain_runs = [Run(profile, gain_variant, s, gain=float(g)) for g in gains for s in seeds[:1]]
+def _confounds(profile, seeds, variants, gains=(0.5, 1.0, 2.0, 4.0), gain_variant="attn_only", gain_seeds=3):
+    # each gain at the first gain_seeds seeds, and the first steps of those runs evaluated more
+    # often at the profile's timing profile (GAIN_TIMING) where it has one
+    timing = GAIN_TIMING.get(profile)
+    gain_runs = [Run(p, gain_variant, s, gain=float(g)) for p in (profile, timing) if p
+                 for s in seeds[:gain_seeds] for g in gains]
     # evaluation noise and drift are read from the fixed-batch runs of the central sweep
     return gain_runs + _central(profile, seeds, variants)
 
@@ -85,6 +89,9 @@ assert len(ESCAPE_RATE_SEEDS) == 20 and len(set(ESCAPE_RATE_SEEDS)) == 20
 ESCAPE_RATE_RUNS: dict[str, int] = {"cpu": 20}
 #: The lines the escape rate is counted at: nats below the floor that count as an escape.
 ESCAPE_THRESHOLDS = (0.02, 0.05, 0.10)
+#: The commit that fixed :data:`ESCAPE_THRESHOLDS`, and its time: runs that started later were
+#: counted at lines set before their data.
+ESCAPE_LINES_FIXED = ("54b7525", "2026-12-03T16:56:55+00:00")
 #: The relative size of the initial-weight perturbation that asks whether an escape is a
 #: property of the seed or of rounding (:func:`residual_lib.state.perturb_init`).
 ESCAPE_INIT_NOISE = 1e-6
@@ -104,6 +111,30 @@ def _ffn_escape(profile, seeds, variants, escape_gains=(0.5, 2.0, 4.0), perturba
     runs += [Run(profile, "ffn_only", seeds[0], gain=float(g)) for g in escape_gains]
     dropout = ESCAPE_PROFILES.get(profile, {}).get(DROPOUT_CONDITION)
     runs += [Run(p, "ffn_only", s) for s in rate for p in (profile, dropout) if p]
+    return runs
+
+
+#: The budget study (:mod:`residual_lib.budget`): the profile each base profile runs it at, and
+#: how many of :data:`ESCAPE_RATE_SEEDS` FFNOnly trains there (profiles not named: the section's
+#: first three seeds, as the tests' smoke). The first four of those seeds add the anchors.
+BUDGET_PROFILES: dict[str, str] = {"cpu": "cpu-budget", "smoke": "smoke-budget"}
+BUDGET_RUNS: dict[str, int] = {"cpu": 16}
+BUDGET_ANCHORS = 4
+
+
+def _budget(profile, seeds, variants):
+    """The budget study at ``profile``'s budget twin (:data:`BUDGET_PROFILES`), in the order it
+    trains: seed by seed, ffn_only first, then attn_only and no_residual at the anchor seeds.
+    At ``cpu`` this is :func:`residual_lib.budget.budget_runs`, the pre-registered study."""
+    study = BUDGET_PROFILES.get(profile)
+    if study is None:
+        return []
+    chosen = list(ESCAPE_RATE_SEEDS[:BUDGET_RUNS[profile]]) if profile in BUDGET_RUNS else list(seeds[:3])
+    runs = []
+    for seed in chosen:
+        runs.append(Run(study, "ffn_only", seed))
+        if seed in chosen[:BUDGET_ANCHORS]:
+            runs += [Run(study, "attn_only", seed), Run(study, "no_residual", seed)]
     return runs
 
 
@@ -128,11 +159,12 @@ PLANS = {
     "08_reproduction": _reproduction,
     "09_scale_ladder": _scale_ladder,
     "10_ffn_escape": _ffn_escape,
+    "11_budget": _budget,
 }
 
 
 #: Sections whose chapter shows whatever part of the study has records (the others need all).
-PARTIAL_OK = frozenset({"09_scale_ladder", "10_ffn_escape"})
+PARTIAL_OK = frozenset({"09_scale_ladder", "10_ffn_escape", "11_budget"})
 #: Runs a section plans but shows in whatever part has records (the rest of its runs are
 #: required): chapter 6's runs at the dropout twin, chapter 7's no-mixing control. A
 #: predicate of the run and the section's profile.
@@ -213,11 +245,11 @@ def random_evaluation(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def gain_study(frame: pd.DataFrame, variant: str = "attn_only") -> pd.DataFrame:
-    """The gain confound's runs (:func:`_confounds`): ``variant`` on fixed batches, first
-    replicate, unperturbed, at every gain (gain 1 included)."""
+    """The gain confound's runs (:func:`_confounds`): ``variant`` on fixed batches, deterministic,
+    first replicate, unperturbed, at every gain (gain 1 included)."""
     frame = recipe_runs(frame)
     return frame[(frame.variant == variant) & (frame.eval_mode == "fixed") & (frame.replicate == 0)
-                 & (frame.init_noise == 0)]
+                 & (frame.init_noise == 0) & frame.deterministic.astype(bool)]
 
 
 def repeat_study(frame: pd.DataFrame, variant: str = "attn_only") -> pd.DataFrame:

@@ -53,3 +53,18 @@ def test_a_variant_in_numerator_and_denominator_is_resampled_once():
     shares = analysis.mixer_shares(frame)
     assert shares["mixer"] == pytest.approx(1.0)
     assert shares["mixer_low"] == pytest.approx(1.0) and shares["mixer_high"] == pytest.approx(1.0)
+
+
+def test_mixer_shares_from_a_baseline_measure_from_it_and_ignore_ffn_only():
+    """Measured from a fixed loss (the floor) instead of FFNOnly's mean: FFNOnly's records, escaped
+    seeds and all, change nothing, and the baseline is not resampled."""
+    losses = {"attn_only": [0.9, 1.1], "mixer": [2.0, 2.0], "pointwise": [2.5, 2.5]}
+    shares = analysis.mixer_shares(_frame({**losses, "ffn_only": [3.0, 1.0]}), baseline=3.0)
+    assert shares["gap"] == pytest.approx(2.0) and shares["n_ffn_only"] == 0
+    assert shares["mixer"] == pytest.approx(0.5)
+    assert shares["pointwise"] == pytest.approx(0.25)
+    assert shares["mixing"] == pytest.approx(0.25)
+    # the mixer and the control are constant: only AttnOnly's two seeds vary the gap
+    assert shares["mixing_low"] == pytest.approx(0.5 / (3.0 - 0.9)) and shares["mixing_high"] == pytest.approx(0.5 / (3.0 - 1.1))
+    assert shares["gap_boot_low"] == pytest.approx(1.9) and shares["gap_boot_high"] == pytest.approx(2.1)
+    assert shares == analysis.mixer_shares(_frame(losses), baseline=3.0) | {"n_ffn_only": 0}

@@ -13,11 +13,33 @@ def _gain_runs() -> pd.DataFrame:
                          "best_val_loss": [1.61, 1.59, 1.60], "steps": 2000, "seed": 1337})
 
 
-def test_the_gain_table_is_indexed_by_increasing_gain():
-    table = confounds.gain_table(_gain_runs())
-    assert table.index.tolist() == [0.5, 1.0, 4.0]
-    assert table.columns.tolist() == ["final_val_loss", "best_val_loss"]
-    assert table.loc[4.0, "final_val_loss"] == 1.62
+def test_the_gain_table_has_a_row_per_gain_a_column_per_seed_and_the_spread_last():
+    runs = pd.concat([_gain_runs(), _gain_runs().assign(seed=42, final_val_loss=[1.70, 1.71, 1.75])])
+    table = confounds.gain_table(runs)
+    assert table.index.tolist() == [0.5, 1.0, 4.0, "spread (max − min)"]
+    assert table.columns.tolist() == ["seed 1337", "seed 42"]  # the order the seeds come in
+    assert table.loc[4.0, "seed 1337"] == 1.62
+    assert table.loc["spread (max − min)", "seed 1337"] == pytest.approx(0.02)
+    assert table.loc["spread (max − min)", "seed 42"] == pytest.approx(0.05)
+
+
+def _timing(merged, spreads=(0.01, 0.03), every=20) -> pd.DataFrame:
+    return pd.DataFrame({"seed": [1337, 42][:len(merged)], "gains": "0.5, 1, 2, 4", "merged": merged,
+                         "every": every, "final_spread": list(spreads)[:len(merged)], "steps": 2000})
+
+
+def test_the_timing_finding_counts_the_seeds_that_meet_by_the_papers_step():
+    text = confounds.timing_finding(_timing([60, 140]), 80, tolerance=0.05)
+    assert text.startswith("At each of the 2 seeds, the final validation losses of the gains lie 0.010 to 0.030 nats apart.")
+    assert "stay within 0.05 nats of each other from step 60 on at seed 1337 and from step 140 on at seed 42." in text
+    assert "evaluated every 20 steps early on" in text
+    assert text.endswith("are step 80: 1 of 2 seeds has come together by then.")
+
+
+def test_the_timing_finding_says_never_for_curves_that_do_not_meet():
+    text = confounds.timing_finding(_timing([None]), 80, tolerance=0.05)
+    assert text.startswith("At the one seed, the final validation losses of the gains lie 0.010 nats apart.")
+    assert "of each other not to the end at seed 1337." in text and text.endswith("0 of 1 seed has come together by then.")
 
 
 def test_the_gain_finding_says_from_which_step_the_curves_merge():

@@ -33,7 +33,7 @@ def test_prose_constants_are_the_codes_constants_as_the_prose_writes_them():
     assert escape.prose_constants([0.5, 2.0, 4.0]) == {
         "escape_line": "0.05", "escape_nudge": "1×10⁻⁶", "escape_nudge_formula": "1 + 1×10⁻⁶·N(0,1)",
         "escape_gains": "0.5, 2, 4", "escape_dropout": "0.2", "escape_long_steps": "6,000", "escape_layer0_from": "6%"}
-    assert escape.distances_alt().endswith("vertical lines at 0.02, 0.05 and 0.1 nats.")
+    assert escape.distances_alt().endswith("vertical lines at 0.02, 0.05 and 0.1 nats and a red one at the input-blind line.")
     smoke = escape.prose_constants([1.0], "smoke")  # the conditions of the profile asked for
     assert smoke["escape_long_steps"] == f"{get_profile('smoke-long').max_iters:,}" != "6,000"
 
@@ -70,6 +70,8 @@ def test_rate_table_writes_counts_and_percent_intervals_and_keeps_fishers_p_only
     one = escape.rate_table(rates.head(1).drop(columns="fisher_p"))
     assert list(one.columns) == ["setting", "threshold", "escapes", "rate", "interval"]
     assert escape.rate_table(pd.DataFrame()).empty
+    named = escape.rate_table(rates.assign(threshold=[0.0101930439, 0.05]), names={0.0101930439: "input-blind"})
+    assert list(named.threshold) == ["0.0102 (input-blind)", "0.05"]
 
 
 def test_condition_counts_follow_the_order_and_list_the_escaping_seeds_sorted():
@@ -140,7 +142,12 @@ def test_the_finding_names_unrecorded_profiles_but_not_unrecorded_gains():
                     " recorded yet. With gain 2, its one run (seed 1) does not escape.")
     gains = labelled([("cpu", 1337, g, 0.0, 0.1 if g == 2.0 else 0.0) for g in (0.5, 2.0, 4.0)])
     assert escape.finding(gains, "cpu", escape.condition_order(gains, "cpu")).endswith(
-        "Of the runtime gains 0.5, 2 and 4 (seed 1337), only gain 2 lets it escape.")
+        "Of the runtime gains 0.5, 2 and 4 (seed 1337), gain 2 lets it escape.")
+    # beside the runs at gain 1, one escape in three is set against chance
+    base = labelled([("cpu", s, 1.0, 0.0, 0.1 if s < 2 else 0.0) for s in range(20)])
+    text = escape.finding(pd.concat([base, gains]), "cpu", escape.condition_order(gains, "cpu"))
+    assert text.endswith("gain 2 lets it escape. With one run per gain that says little about the gain: at gain 1, 2 of"
+                         " 20 runs escape, and at that rate at least 1 of 3 runs escape by chance with probability 27%.")
     assert escape.gain_sentence(gains.assign(escaped=False)).endswith("none lets FFNOnly escape.")
     assert escape.gain_sentence(gains.assign(escaped=True)).endswith("every one lets FFNOnly escape.")
     assert escape.finding(labelled([]), "paper-10m", [BASE, NUDGED]) == "No escape-study records at this profile yet."
@@ -192,3 +199,43 @@ def test_missing_runs_lists_one_label_per_row():
 @pytest.mark.parametrize("profile", ["cpu", "smoke"])
 def test_base_conditions_are_the_recorded_and_the_nudged_runs_at_every_profile(profile):
     assert escape.base_conditions(profile) == (f"{profile} recipe", NUDGED)
+
+
+def _rate_runs(below: dict[str, list[float]], started: dict[str, list[str]]) -> pd.DataFrame:
+    return pd.DataFrame([{"setting": s, "seed": i, "below_floor": b, "started": pd.Timestamp(t)}
+                         for s in below for i, (b, t) in enumerate(zip(below[s], started[s]))])
+
+
+def test_the_input_blind_line_counts_escapes_per_setting_with_fishers_test():
+    from residual_lib import escapes
+
+    runs = _rate_runs({"cpu": [0.2, 0.03, 0.012, 0.0], "cpu-dropout": [0.0, -0.003, 0.009, 0.0]},
+                      {s: ["2026-12-03T00:00:00+00:00"] * 4 for s in ("cpu", "cpu-dropout")})
+    text = escapes.input_blind_text(runs, 0.0102)
+    assert text.startswith("A model that ignores its input can end at most 0.0102 nats below the floor")
+    assert "At that line: at `cpu`, 3 of 4; at `cpu-dropout`, 0 of 4 (Fisher's exact p = " in text
+
+
+def test_runs_started_after_the_lines_were_fixed_are_counted_apart():
+    from residual_lib import escapes
+
+    before, after = "2026-12-03T10:00:00+00:00", "2026-12-03T20:00:00+00:00"
+    runs = _rate_runs({"cpu": [0.2, 0.08, 0.04, 0.0, 0.012], "cpu-dropout": [0.0, 0.0]},
+                      {"cpu": [before, before, after, after, after], "cpu-dropout": [after, after]})
+    text = escapes.after_lines_text(runs, ("54b7525", "2026-12-03T16:56:55+00:00"), 0.05, 0.0102)
+    assert text.startswith("The lines were fixed in commit 54b7525 (2026-12-03 16:56 UTC).")
+    assert ("at `cpu`, 0 of 3 end more than 0.05 nats below the floor and 2 beyond the input-blind line; at "
+            "`cpu-dropout`, 0 of 2 end more than 0.05 nats below the floor and 0 beyond the input-blind line.") in text
+    early = runs.assign(started=pd.Timestamp(before))
+    assert escapes.after_lines_text(early, ("54b7525", "2026-12-03T16:56:55+00:00"), 0.05, 0.0102).startswith(
+        "No run shown here started after the lines were fixed")
+
+
+def test_a_record_started_when_it_says_or_its_wall_time_before_it_finished():
+    from residual_lib import escapes
+
+    assert escapes.started({"provenance": {"started_at": "2026-12-05T01:00:00+00:00"}}) == \
+        pd.Timestamp("2026-12-05T01:00:00+00:00")
+    old = {"provenance": {"finished_at": "2026-12-05T01:00:00+00:00"}, "wall_seconds": 600.0}
+    assert escapes.started(old) == pd.Timestamp("2026-12-05T00:50:00+00:00")
+    assert pd.isna(escapes.started({"provenance": {}}))

@@ -189,7 +189,8 @@ def test_mixer_finding_above_the_bigram():
 
 
 def test_mixer_finding_mixing_closes_part_of_the_gap():
-    text = mechanism.mixer_finding(shares(pointwise=5, mixing_low=0.2), finals(mixer=[2.0]), 2.4, 0.28)
+    text = mechanism.mixer_finding(shares(pointwise=5, mixing_low=0.2), finals(mixer=[2.0], pointwise=[2.401, 2.404]),
+                                   2.4, 0.28)
     assert "Its no-mixing control closes 50% (95% bootstrap interval 40% to 60%) on its own" in text
     assert "closes 33% (95% bootstrap interval 20% to 40%) of the gap beyond the control, an interval that excludes" \
            " zero" in text
@@ -198,17 +199,43 @@ def test_mixer_finding_mixing_closes_part_of_the_gap():
 
 
 def test_mixer_finding_a_mixer_that_closes_the_whole_gap_and_self_routing_attention():
-    text = mechanism.mixer_finding(shares(pointwise=5, mixing_low=0.2, mixer=1.02), finals(mixer=[1.7]), 2.4, 0.95)
+    text = mechanism.mixer_finding(shares(pointwise=5, mixing_low=0.2, mixer=1.02), finals(mixer=[1.7], pointwise=[2.41]),
+                                   2.4, 0.95)
     assert "excludes zero" in text
     assert "cannot separate" not in text and "points the same way" not in text
 
 
 @pytest.mark.parametrize("mixing_low", [-0.1, NAN])
 def test_mixer_finding_mixing_not_shown(mixing_low):
-    text = mechanism.mixer_finding(shares(pointwise=5, mixing_low=mixing_low), finals(mixer=[2.0]), 2.4, 0.28)
+    text = mechanism.mixer_finding(shares(pointwise=5, mixing_low=mixing_low), finals(mixer=[2.0], pointwise=[2.4]),
+                                   2.4, 0.28)
     assert text.endswith("; its interval does not exclude zero, so this test does not show that mixing itself closes"
                          " any of the gap.")
     assert "points the same way" not in text  # α_tt only supports a mixing result
+
+
+def test_a_control_on_the_bigram_line_is_read_as_the_current_token_path():
+    on = mechanism.mixer_finding(shares(pointwise=2, mixing_low=0.2), finals(mixer=[2.0], pointwise=[2.401, 2.404]),
+                                 2.4, 0.28)
+    assert ("on its own and ends on the bigram reference (+0.001 to +0.004 nats per seed), the best a model that sees"
+            " only the current character can do. That share is what a path carrying the current token") in on
+    assert "not anything the extra per-position layers add" in on
+    off = mechanism.mixer_finding(shares(pointwise=2, mixing_low=0.2), finals(mixer=[2.0], pointwise=[2.45, 2.47]),
+                                  2.4, 0.28)
+    assert "on its own, ending +0.060 nats from the bigram reference: that part is not mixing." in off
+    assert "path carrying the current token" not in off
+
+
+def test_the_mixer_finding_gives_the_shares_from_the_floor_as_well():
+    floor = {**shares(pointwise=2), "gap": 1.525, "mixer": 0.84, "mixer_low": 0.835, "mixer_high": 0.847,
+             "pointwise": 0.562, "pointwise_low": 0.558, "pointwise_high": 0.566, "mixing": 0.278,
+             "mixing_low": 0.276, "mixing_high": 0.281}
+    text = mechanism.mixer_finding(shares(pointwise=2, mixing_low=0.2), finals(mixer=[2.0], pointwise=[2.401]), 2.4,
+                                   0.28, from_floor=floor)
+    assert text.endswith("Measured from the unigram floor instead of FFNOnly's mean (which FFNOnly's escaped seeds pull"
+                         " down), the gap is 1.525 nats, and the mixer closes 84% (95% bootstrap interval 84% to 85%) of"
+                         " it, the control 56% (95% bootstrap interval 56% to 57%) and mixing 28% (95% bootstrap"
+                         " interval 28% to 28%).")
 
 
 def test_paper_mixer_text_at_and_away_from_the_bigram_level():

@@ -252,3 +252,25 @@ def test_a_records_bigram_reference_comes_from_its_configuration(char_corpus):
     assert record_eval_bigram(rec) == pytest.approx(eval_bigram(char_corpus, 16, 4, 3), rel=1e-12)
     assert math.isnan(record_eval_bigram({**rec, "config": {**rec["config"], "dataset": "openwebtext"}}))
     assert math.isnan(record_eval_bigram({"config": {}}))
+
+
+def test_the_input_blind_loss_is_the_entropy_of_the_evaluated_tokens_and_lies_below_the_floor():
+    """A model that ignores its input does best with the evaluated tokens' own frequencies: their
+    entropy, which the floor (the training split's frequencies) can only exceed, by their KL divergence."""
+    from residual_lib.data import Corpus, eval_floor, eval_input_blind
+
+    rng = np.random.default_rng(0)
+    train = rng.choice(4, size=5000, p=[0.4, 0.3, 0.2, 0.1]).astype(np.uint16)
+    val = rng.choice(4, size=3000, p=[0.1, 0.2, 0.3, 0.4]).astype(np.uint16)  # other frequencies
+    corpus = Corpus("toy", train, val, 4, str)
+    targets = np.concatenate([y.numpy().ravel() for _, y in fixed_val_batches(val, 8, 4, 5)])
+    p = np.bincount(targets, minlength=4) / len(targets)
+    assert eval_input_blind(corpus, 8, 4, 5) == pytest.approx(-(p[p > 0] * np.log(p[p > 0])).sum())
+    gap = eval_floor(corpus, 8, 4, 5, "fixed") - eval_input_blind(corpus, 8, 4, 5)
+    q = np.bincount(train, minlength=4) / len(train)
+    assert gap == pytest.approx((p * np.log(p / q)).sum())  # KL(evaluated || training) > 0
+    assert gap > 0.1
+    same = Corpus("same", val, val, 4, str)  # training frequencies that are the whole validation split's
+    assert eval_floor(same, 8, 4, 5, "random") - eval_input_blind(same, 8, 4, 5, "random") == pytest.approx(0, abs=1e-3)
+    with pytest.raises(ValueError, match="choose fixed or random"):
+        eval_input_blind(corpus, 8, 4, 5, "nanogpt")

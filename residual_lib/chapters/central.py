@@ -30,12 +30,22 @@ def loss_summary(records: pd.DataFrame, floor: float) -> pd.DataFrame:
     return summary
 
 
+#: How far (nats) a variant's median final loss may lie from its mean before the prose quotes both.
+SKEWED = 0.01
+
+
 def quoted_numbers(records: pd.DataFrame, summary: pd.DataFrame, floor: float) -> dict[str, str]:
     """The numbers the book's prose quotes from this sweep, by glue name: each variant's final loss
-    (``<variant>_result``, mean ± std over seeds when there are several), the floor, the model's
+    (``<variant>_result``, mean ± std over seeds when there are several, and the median where it lies
+    more than :data:`SKEWED` from the mean), the floor, the model's
     size (Full's parameter count) and the seeds per variant (the fewest any variant has)."""
-    quoted = {f"{variant}_result": f"{row['mean']:.3f}" + (f" ± {row['std']:.3f}" if row["seeds"] > 1 else "")
-              for variant, row in summary.iterrows()}
+    medians = records.groupby("variant")["final_val_loss"].median()
+    quoted = {}
+    for variant, row in summary.iterrows():
+        text = f"{row['mean']:.3f}" + (f" ± {row['std']:.3f}" if row["seeds"] > 1 else "")
+        if abs(medians.get(variant, row["mean"]) - row["mean"]) > SKEWED:  # a few seeds pull the mean away
+            text += f" (median {medians[variant]:.3f})"
+        quoted[f"{variant}_result"] = text
     quoted["eval_floor"] = f"{floor:.3f}"
     full = records.variant == "full"
     n_params = int(records.loc[full, "n_params"].max()) if full.any() else 0

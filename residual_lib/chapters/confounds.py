@@ -6,11 +6,68 @@ from __future__ import annotations
 import pandas as pd
 
 from .. import analysis, scorecard
+from ..profiles import get_profile
 
 
 def gain_table(gain_runs: pd.DataFrame) -> pd.DataFrame:
-    """Final and best validation loss of each gain's run, indexed by gain in increasing order."""
-    return gain_runs.set_index("gain")[["final_val_loss", "best_val_loss"]].sort_index()
+    """Final validation loss of each gain's run, one row per gain in increasing order and one
+    column per seed (in the order the seeds come), with the spread across gains as the last row."""
+    order = list(dict.fromkeys(int(s) for s in gain_runs.seed))
+    wide = gain_runs.pivot_table(index="gain", columns="seed", values="final_val_loss").sort_index()[order]
+    wide.loc["spread (max − min)"] = wide.max() - wide.min()
+    wide.columns = [f"seed {s}" for s in wide.columns]
+    return wide
+
+
+def timing_method(whole: pd.DataFrame, early: pd.DataFrame) -> str:
+    """How the gain runs' first steps were evaluated: by the timing profile's runs, when there are
+    any (their profile, length and evaluation spacing), else by the whole runs alone."""
+    if early.empty:
+        every = get_profile(whole.profile.iloc[0]).eval_interval
+        return (f"No timing runs exist for these gain runs, so the timing below rests on the whole runs' "
+                f"evaluations every {every} steps.")
+    name = early.profile.iloc[0]
+    prof = get_profile(name)
+    return (f"The first {prof.max_iters:,} steps of each run were trained again at `{name}`, which takes the same "
+            f"steps with the same batches and learning rates and evaluates the fixed batches every "
+            f"{prof.eval_interval} steps; after step {prof.max_iters:,} the curves are the whole runs'.")
+
+
+def timing_finding(timing: pd.DataFrame, within: int, tolerance: float = scorecard.GAIN_TOL) -> str:
+    """What :func:`residual_lib.gains.gain_timing` found, in sentences: how far apart the gains'
+    final losses end, and from which step their validation curves stay within ``tolerance`` of each
+    other at each seed, against ``within``, the paper's ~200 steps scaled to this run."""
+    if timing.empty:
+        return "No seed was run at two gains or more."
+    n = len(timing)
+    spreads = timing.final_spread
+    ends = (f"the final validation losses of the gains lie {spreads.iloc[0]:.3f} nats apart" if n == 1 else
+            f"the final validation losses of the gains lie {spreads.min():.3f} to {spreads.max():.3f} nats apart")
+    merged = [m for m in timing.merged]
+    on_time = sum(m is not None and not pd.isna(m) and m <= within for m in merged)
+    parts = [f"from step {int(m):,} on at seed {s}" if m is not None and not pd.isna(m) else f"not to the end at seed {s}"
+             for m, s in zip(merged, timing.seed)]
+    joined = parts[0] if n == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    every = sorted({int(e) for e in timing.every.dropna()})
+    spacing = f"evaluated every {' or '.join(str(e) for e in every)} steps" if every else "evaluated"
+    seeds_text = "At the one seed" if n == 1 else f"At each of the {n} seeds"
+    return (f"{seeds_text}, {ends}. Their validation curves on the fixed batches, {spacing} early on, stay "
+            f"within {tolerance} nats of each other {joined}. The paper's ~200 steps, scaled to this run's "
+            f"length, are step {within:,}: {on_time} of {n} seed{'s' if n > 1 else ''} "
+            f"{'has' if on_time == 1 or n == 1 else 'have'} come together by then.")
+
+
+def timing_caption(gain_variant: str, within: int, tolerance: float = scorecard.GAIN_TOL) -> str:
+    """The caption of the gain-timing figure."""
+    return (f"Spread (max − min across gains) of `{gain_variant}`'s validation loss on the fixed batches, one line "
+            f"per seed, log scale. The dashed line is the {tolerance}-nat tolerance, the dotted line step {within:,}, "
+            "the paper's ~200 steps scaled to this run.")
+
+
+#: The alt text of the gain-timing figure.
+TIMING_ALT = ("Line chart against training step of the spread of validation loss across gains, one line per seed,"
+              " on a log scale, with a dashed horizontal tolerance line and a dotted vertical line at the paper's"
+              " step.")
 
 
 def gain_finding(gain_runs: pd.DataFrame, merged_at: int | None, tolerance: float = scorecard.GAIN_TOL) -> str:

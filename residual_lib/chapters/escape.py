@@ -5,6 +5,7 @@ conditions tried) as the tables and sentences ``notebooks/10_ffn_escape.py`` sho
 from __future__ import annotations
 
 import pandas as pd
+from scipy import stats
 
 from .. import analysis, escapes, scorecard, verify
 from ..profiles import BOOK_PROFILE, get_profile
@@ -28,14 +29,16 @@ def prose_constants(escape_gains, profile: str = BOOK_PROFILE) -> dict[str, str]
 
 #: The caption of the escape-distance figure.
 DISTANCES_CAPTION = ("How far below the floor of its evaluation batches every FFNOnly run ends, one point per seed,"
-                     f" without dropout and with {DROPOUT}. The vertical lines are the three thresholds an escape is"
-                     " counted at; points left of 0 end above the floor.")
+                     f" without dropout and with {DROPOUT}. The black vertical lines are the three thresholds an escape"
+                     " is counted at, the red one the most a model that ignores its input can end below the floor;"
+                     " points left of 0 end above the floor.")
 
 
 def distances_alt() -> str:
     """The alt text of the escape-distance figure, which names the lines an escape is counted at."""
     return ("Strip chart of nats below the floor at the end of training, one row of points per dropout setting, with"
-            f" vertical lines at {listing(f'{t:g}' for t in ESCAPE_THRESHOLDS)} nats.")
+            f" vertical lines at {listing(f'{t:g}' for t in ESCAPE_THRESHOLDS)} nats and a red one at the input-blind"
+            " line.")
 
 
 def base_conditions(profile: str) -> tuple[str, str]:
@@ -69,13 +72,20 @@ def rate_settings(profile: str) -> list[str]:
     return [profile, *[p for c, p in ESCAPE_PROFILES.get(profile, {}).items() if c == DROPOUT]]
 
 
-def rate_table(rates: pd.DataFrame) -> pd.DataFrame:
-    """The escape rates (:func:`escapes.escape_rates`) as the page shows them: the line as the prose writes it, the
-    count as ``k of n``, the rate and its interval in percent, and Fisher's p when two settings are compared."""
+def rate_table(rates: pd.DataFrame, names: dict[float, str] | None = None) -> pd.DataFrame:
+    """The escape rates (:func:`escapes.escape_rates`) as the page shows them: the line as the prose writes it (a
+    line of ``names`` to four decimals with its name), the count as ``k of n``, the rate and its interval in
+    percent, and Fisher's p when two settings are compared."""
     columns = ["setting", "threshold", "escapes", "rate", "interval"] + (["fisher_p"] if "fisher_p" in rates else [])
     if rates.empty:
         return pd.DataFrame(columns=columns)
-    shown = rates.assign(threshold=[f"{t:g}" for t in rates.threshold],
+    names = names or {}
+
+    def line(t: float) -> str:
+        named = [n for v, n in names.items() if abs(v - t) < 1e-12]
+        return f"{t:.4f} ({named[0]})" if named else f"{t:g}"
+
+    shown = rates.assign(threshold=[line(t) for t in rates.threshold],
                          escapes=[f"{k} of {n}" for k, n in zip(rates.escaped, rates.runs)],
                          rate=[f"{r:.0%}" for r in rates.rate],
                          interval=[f"{lo:.0%} to {hi:.0%}" for lo, hi in zip(rates.low, rates.high)])
@@ -164,17 +174,26 @@ def condition_sentence(condition: str, part: pd.DataFrame) -> str:
     return f"With {condition}, {said}."
 
 
-def gain_sentence(part: pd.DataFrame) -> str:
-    """The runtime-gain conditions (one run per gain, ``part``) in one sentence: which gains let FFNOnly escape."""
+def gain_sentence(part: pd.DataFrame, base: tuple[int, int] | None = None) -> str:
+    """The runtime-gain conditions (one run per gain, ``part``) in one sentence: which gains let FFNOnly escape;
+    with ``base`` (runs that escape, runs) at gain 1, how likely that many escapes are by chance alone."""
     gains = sorted(part.gain.unique())
     escaping = sorted(part.gain[part.escaped].unique())
     tried = f"Of the runtime gains {listing(f'{g:g}' for g in gains)} ({_seeds(set(part.seed))})"
     if not escaping:
         return f"{tried}, none lets FFNOnly escape."
     if len(escaping) == len(gains):
-        return f"{tried}, every one lets FFNOnly escape."
-    one = len(escaping) == 1
-    return f"{tried}, only {'gain' if one else 'gains'} {listing(f'{g:g}' for g in escaping)} {'lets' if one else 'let'} it escape."
+        text = f"{tried}, every one lets FFNOnly escape."
+    else:
+        one = len(escaping) == 1
+        text = f"{tried}, {'gain' if one else 'gains'} {listing(f'{g:g}' for g in escaping)} {'lets' if one else 'let'} it escape."
+    if base and base[1]:
+        k, n = base
+        chance = float(stats.binom.sf(len(escaping) - 1, len(gains), k / n))
+        text += (f" With one run per gain that says little about the gain: at gain 1, {k} of {n} runs escape, and at "
+                 f"that rate {'at least ' if len(escaping) < len(gains) else ''}{len(escaping)} of {len(gains)} runs "
+                 f"escape by chance with probability {chance:.0%}.")
+    return text
 
 
 def finding(runs: pd.DataFrame, profile: str, order: list[str]) -> str:
@@ -194,7 +213,8 @@ def finding(runs: pd.DataFrame, profile: str, order: list[str]) -> str:
         elif condition in ESCAPE_PROFILES.get(profile, {}):
             said.append(f"The {condition} condition is not recorded yet.")
     if grouped:
-        said.append(gain_sentence(gains))
+        recorded = runs[runs.condition == base_conditions(profile)[0]]
+        said.append(gain_sentence(gains, (int(recorded.escaped.sum()), len(recorded))))
     return " ".join(said) if said else "No escape-study records at this profile yet."
 
 

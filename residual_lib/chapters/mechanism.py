@@ -172,12 +172,25 @@ def share_text(shares: dict, name: str) -> str:
     return text.replace("-", "−")
 
 
-def mixer_finding(shares: dict, records: pd.DataFrame, bigram: float, attn_alpha: float) -> str:
+#: How close to the bigram reference (nats, per seed) the no-mixing control must end to be read as
+#: a model of the current character alone.
+AT_BIGRAM = 0.01
+
+
+def _signed(x: float) -> str:
+    return f"{x:+.3f}".replace("-", "−")
+
+
+def mixer_finding(shares: dict, records: pd.DataFrame, bigram: float, attn_alpha: float,
+                  from_floor: dict | None = None) -> str:
     """The mixer test's finding: how much of the FFNOnly–AttnOnly gap the mixer closes
     (``shares``: :func:`analysis.mixer_shares`), whether it reads beyond the current character,
-    and, once the control is recorded, whether mixing itself closes any of it. ``attn_alpha``:
-    AttnOnly's best-layer α_tt, which agrees with a mixing result when it is far from 1."""
-    below = bigram - records.groupby("variant")["final_val_loss"].mean()["mixer"]
+    and, once the control is recorded, what the control's share measures and whether mixing itself
+    closes any of the gap. ``attn_alpha``: AttnOnly's best-layer α_tt, which agrees with a mixing
+    result when it is far from 1. ``from_floor``: the same shares measured from the unigram floor
+    (``mixer_shares(..., baseline=floor)``), given beside them."""
+    means = records.groupby("variant")["final_val_loss"].mean()
+    below = bigram - means["mixer"]
     text = ("The paper could not decide this test; here it runs under clean conditions, as new evidence rather than a"
             f" reproduction. The position-blind mixer closes {share_text(shares, 'mixer')} of the"
             f" {shares['gap']:.3f}-nat gap between FFNOnly and AttnOnly, ending {abs(below):.3f} nats"
@@ -186,20 +199,38 @@ def mixer_finding(shares: dict, records: pd.DataFrame, bigram: float, attn_alpha
     if not shares["n_pointwise"]:
         return text + ("The no-mixing control has no record yet (the runs are listed above), so this share cannot yet"
                        " be split into what the mixer's extra layers add and what mixing adds.")
-    text += (f"Its no-mixing control closes {share_text(shares, 'pointwise')} on its own: that part is what the extra"
-             " per-position layers add, not mixing. Cross-position mixing closes"
-             f" {share_text(shares, 'mixing')} of the gap beyond the control")
+    control = records.loc[records.variant == "pointwise", "final_val_loss"] - bigram
+    text += f"Its no-mixing control closes {share_text(shares, 'pointwise')} on its own"
+    if control.abs().max() <= AT_BIGRAM:
+        spread = (_signed(control.iloc[0]) if len(control) == 1 else
+                  f"{_signed(control.min())} to {_signed(control.max())} nats per seed")
+        text += (f" and ends on the bigram reference ({spread}), the best a model that sees only the current"
+                 " character can do. That share is what a path carrying the current token to the output buys (the"
+                 " path FFNOnly lacks: its attention sublayer has no residual around it), not anything the extra"
+                 " per-position layers add. ")
+    else:
+        text += f", ending {_signed(control.mean())} nats from the bigram reference: that part is not mixing. "
+    text += f"Cross-position mixing closes {share_text(shares, 'mixing')} of the gap beyond the control"
     if not shares["mixing_low"] > 0:  # a NaN bound (one seed) excludes nothing either
-        return text + ("; its interval does not exclude zero, so this test does not show that mixing itself closes"
-                       " any of the gap.")
-    text += (", an interval that excludes zero: uniform averaging over the positions up to the current one, which can"
-             " neither route by content nor single out the current token, closes that much of it. That fits the"
-             " cross-position part of the paper's hypothesis, not its α_tt ≈ 1 self-routing.")
-    if shares["mixer"] < 1:
-        text += (" The gap left between the mixer and AttnOnly mixes any routing effect with attention's general"
-                 " modelling advantage, which this test cannot separate.")
-    if attn_alpha < scorecard.ALPHA_NEAR_ONE:
-        text += " AttnOnly's α_tt, far from 1 (above), points the same way."
+        text += ("; its interval does not exclude zero, so this test does not show that mixing itself closes any of"
+                 " the gap.")
+    else:
+        text += (", an interval that excludes zero: uniform averaging over the positions up to the current one, which"
+                 " can neither route by content nor single out the current token, closes that much of it. That fits"
+                 " the cross-position part of the paper's hypothesis, not its α_tt ≈ 1 self-routing.")
+        if shares["mixer"] < 1:
+            text += (" The gap left between the mixer and AttnOnly mixes any routing effect with attention's general"
+                     " modelling advantage, which this test cannot separate.")
+        if attn_alpha < scorecard.ALPHA_NEAR_ONE:
+            text += " AttnOnly's α_tt, far from 1 (above), points the same way."
+    if from_floor is not None and not pd.isna(from_floor.get("mixer")):
+        text += (" Measured from the unigram floor instead of FFNOnly's mean (which FFNOnly's escaped seeds pull"
+                 f" down), the gap is {from_floor['gap']:.3f} nats, and the mixer closes"
+                 f" {share_text(from_floor, 'mixer')} of it")
+        if not pd.isna(from_floor.get("pointwise")):
+            text += (f", the control {share_text(from_floor, 'pointwise')} and mixing"
+                     f" {share_text(from_floor, 'mixing')}")
+        text += "."
     return text
 
 

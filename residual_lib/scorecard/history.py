@@ -102,18 +102,18 @@ CHANGES: tuple[Change, ...] = (
 #: whose code differs today has changed without an entry (``tests/test_history.py``).
 RULE_DIGESTS = {
     "joint_collapse": "7371e0eacba7e47a",
-    "layer0_starved": "d9126dcc14615f3a",
+    "layer0_starved": "797e558ab4e8376f",
     "layer0_full": "2064ef502903bd20",
     "hidden_norm_growth": "49b8514797fae6f6",
-    "gain_confound": "a1be2b1c6ba8d0ec",
+    "gain_confound": "81c056de902d0ff9",
     "asymmetry": "3fa921a5be4b68e9",
     "ffn_collapse": "8761e60ed2589aa2",
     "ffn_vs_no_residual": "4bebc23154041422",
     "absolute": "85a626fb29826ddb",
-    "alpha_routing": "3a93ea3f508918ce",
+    "alpha_routing": "bb3b0291f6bcc743",
     "undefined": "95233eadb01e0498",
     "mixer_test": "ff1c026c7cde6b4c",
-    "intermediate_reproduction": "5c6fe3ec19e8a267",
+    "intermediate_reproduction": "df43a813642e065e",
     "nondeterministic_repeats": "b42f8bd0b15a6958",
     "eval_noise_explains": "b4b880fc1ebc2da8",
 }

@@ -176,6 +176,8 @@ def section_view(number: int | str) -> HTML:
     rows = paper.section(number)
     shown = rows.assign(
         claim=rows.claim.map(lambda c: TITLES.get(c, c)),
+        variant=rows.variant.map(paper.variant_label),
+        quantity=rows.quantity.map(paper.quantity_label),
         seeds=[f"{s} (inferred)" if isinstance(i, str) and "seeds" in i else s
                for s, i in zip(rows.seeds, rows.inferred)],
         value=[fmt(v) + ("" if pd.isna(s) else f" ± {fmt(s)}") for v, s in zip(rows["paper's value"],

@@ -10,7 +10,7 @@ from typing import Callable
 import pandas as pd
 
 from ..frames import recipe_runs
-from ..profiles import BOOK_PROFILE, DROPOUT_TWIN
+from ..profiles import BOOK_PROFILE, DROPOUT_TWIN, GAIN_TIMING
 from ..sections import controlled, random_evaluation, sweep_seeds
 from . import limits
 
@@ -85,6 +85,8 @@ class ProfileRecords:
     def __init__(self, frame: pd.DataFrame, profile: str):
         self.profile = profile
         self.all = recipe_runs(frame[frame.profile == profile])  # an overridden run is not the profile's
+        #: the runs of the profile that times this one's gain runs' first steps (GAIN_TIMING)
+        self.timing = recipe_runs(frame[frame.profile == GAIN_TIMING.get(profile, "")])
         self.central = controlled(self.all)
         self.sweep = self.central[self.central.seed.isin(sweep_seeds(self.central))]
         self.random = random_evaluation(self.all)

@@ -55,7 +55,8 @@ def scale_note(results_dir: str | Path | None = None, stand_in: str = BOOK_PROFI
                    f"nanoGPT's CPU recipe, which has no dropout; `paper-10m` follows nanoGPT's shakespeare_char "
                    f"recipe, whose dropout is 0.2 (the summary does not state the paper's dropout). `{twin}` "
                    f"differs from `{stand_in}` in dropout alone, so it is the closer analogue of `paper-10m` "
-                   f"wherever regularisation can matter, as it does for whether FFNOnly leaves the floor; claims "
+                   f"wherever regularisation can matter (whether it matters for FFNOnly leaving the floor is "
+                   f"what chapter 10 tests); claims "
                    f"that need runs other than the central sweep's (the gain, the mixer, random evaluation) are "
                    f"judged at `{stand_in}` only.")
     return (f"**Scale.** The `{stand_in}` rows come from {size} stand-in for the paper's 10M model, "
@@ -80,8 +81,9 @@ def _ladder_note(records: pd.DataFrame, stand_in: str) -> str:
             " to the paper's own width and depth; no verdict here reads it. "
             + scaling.top_rung_text(mine, rungs, limits.FLOOR_TOL)
             + (f" {trend}" if trend else "")
-            + f" The top rung has `paper-10m`'s architecture but not its training ({_tokens(top)} training tokens, not"
-            f" {_tokens(paper_10m)}), so its losses are not comparable with the paper's 10M values.")
+            + f" The top rung has `paper-10m`'s width and depth but not its context ({top.block_size}, not"
+            f" {paper_10m.block_size}) or its training ({_tokens(top)} training tokens, not {_tokens(paper_10m)}), so"
+            " its losses are not comparable with the paper's 10M values.")
 
 
 def _tokens(profile) -> str:

@@ -1,0 +1,111 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 11 · Beyond the paper: how long does FFNOnly's collapse last?
+#
+# **The question.** Every verdict on FFNOnly's collapse at the stand-in rests on runs of
+# 2,000 steps (4.1M training tokens), where a run can still be leaving the floor at its last
+# step: at `cpu-long` seed 1337 leaves it near step 4,300, and at `cpu` seed 123 is still
+# falling at step 2,000 ([chapter 10](10_ffn_escape)). The paper's 10M runs see 82M tokens.
+# So "FFNOnly cannot learn" and "FFNOnly learns late" are not told apart yet.
+#
+# **Here.** FFNOnly at the `cpu` shape for ten times the budget, 20,000 steps (41M tokens,
+# half the paper's), at a constant learning rate after warm-up, so that a run's first steps
+# do not depend on how long it lasts (profile `cpu-budget`), with the fixed batches evaluated
+# every 250 steps: sixteen seeds, and AttnOnly and NoResidual at four of them as anchors.
+#
+# **Fixed before the data.** The seeds, the line, the escape time and the decision rule were
+# committed in `residual_lib/budget.py` before any run of the study was trained; every
+# record names when it started.
+
+# %% tags=["parameters", "remove-cell"]
+profile = "smoke"
+seeds = None  # None: the section's default, parameters.defaults(section)
+variants = None
+device = "auto"
+results_dir = None
+train_missing = True
+
+# %%
+from IPython.display import Markdown
+
+from residual_lib import budget, plots
+from residual_lib.analysis import curves
+from residual_lib.book import glue
+from residual_lib.chapters import budget as chapter
+from residual_lib.notebook import notebook_records
+from residual_lib.tables import table
+
+records = notebook_records("11_budget", globals(), skip_missing=True)
+absent = records.attrs["missing"]
+planned = sum(r.variant == "ffn_only" for r in absent) + int((records.variant == "ffn_only").sum())
+Markdown(chapter.rule_text())
+
+# %%
+Markdown(chapter.progress_text(records, absent))
+
+# %% [markdown]
+# ## The curves
+
+# %%
+if len(records):
+    floor, bigram = records.eval_floor.iloc[0], records.eval_bigram.iloc[0]
+    plots.show(
+        plots.budget_curves(curves(records, "val"), floor, budget.LINE, bigram),
+        "fig-budget-curves",
+        chapter.CURVES_CAPTION,
+        chapter.CURVES_ALT,
+    )
+else:
+    Markdown("No run of the study is recorded yet.")
+
+# %% [markdown]
+# ## When FFNOnly leaves the floor
+
+# %%
+times = budget.escape_times(records)
+decision = budget.decide(times) if len(times) else {"runs": 0}
+text = chapter.decision_text(decision, planned)
+glue("budget_decision", text)
+Markdown(text)
+
+# %%
+if len(times):
+    steps = int(records.steps.max())
+    plots.show(
+        plots.survival(budget.kaplan_meier(times), steps, budget.FLAT_AFTER, budget.STAY / max(planned, 1)),
+        "fig-budget-survival",
+        chapter.KM_CAPTION,
+        chapter.KM_ALT,
+    )
+
+# %%
+attn = records.loc[records.variant == "attn_only", "final_val_loss"]
+table(
+    chapter.escape_table(times, attn.mean() if len(attn) else float("nan")),
+    caption="Every FFNOnly run of the study (nats)",
+)
+
+# %% [markdown]
+# ## The anchors
+
+# %%
+table(chapter.anchor_table(records), index="variant", caption="Final validation loss (nats)")
+
+# %% [markdown]
+# ## Runs not recorded yet
+
+# %%
+(
+    table(chapter.missing_runs(absent))
+    if absent
+    else Markdown("None: every run of the study is recorded.")
+)

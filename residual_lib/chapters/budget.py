@@ -1,0 +1,99 @@
+"""Chapter 11, the budget study: whether FFNOnly's collapse lasts at ten times the stand-in's
+budget or FFNOnly learns late, read by the rule :mod:`residual_lib.budget` fixed before its
+runs, as the tables and sentences ``notebooks/11_budget.py`` shows."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .. import budget
+from ..tables import missing_runs, plural  # noqa: F401 (missing_runs: the notebook's)
+
+#: How :func:`decision_text` reads each outcome of :func:`residual_lib.budget.decide`.
+READINGS = {
+    "speed": "the asymmetry is about speed: FFNOnly learns, late",
+    "structural": "the collapse is structural at this budget",
+    "undecided": "neither reading: the data do not decide between speed and structure",
+}
+
+
+def rule_text() -> str:
+    """The pre-registered decision rule in words, from :mod:`residual_lib.budget`'s constants."""
+    n = len(budget.BUDGET_SEEDS)
+    return (f"A run *leaves the floor* at the first evaluation from which its validation loss stays more than "
+            f"{budget.LINE:g} nats below the floor of its evaluation batches to the end; a run that never does is "
+            f"censored at its last step. Over the {n} FFNOnly seeds: if at least {budget.MOST} leave the floor and "
+            f"end below the bigram reference, {READINGS['speed']}; if at least {budget.STAY} ({budget.STAY / n:.0%}) "
+            f"end within the line and none leaves the floor after step {budget.FLAT_AFTER:,}, "
+            f"{READINGS['structural']}; otherwise neither.")
+
+
+def escape_table(times: pd.DataFrame, attn_mean: float) -> pd.DataFrame:
+    """One row per FFNOnly run (:func:`residual_lib.budget.escape_times`), in the study's seed
+    order: the step it leaves the floor at (— if it does not), its final loss, how far below the
+    floor and the bigram reference it ends, and its distance to AttnOnly's mean (``attn_mean``)."""
+    order = {s: i for i, s in enumerate(budget.BUDGET_SEEDS)}
+    times = times.assign(_order=times.seed.map(lambda s: order.get(s, len(order) + s))).sort_values("_order")
+    return pd.DataFrame({
+        "seed": times.seed.to_numpy(),
+        "leaves the floor at step": [f"{int(t):,}" if e else "—" for t, e in zip(times.time, times.escaped)],
+        "final loss": times.final_val_loss.to_numpy(),
+        "below the floor": times.below_floor.to_numpy(),
+        "below the bigram": (times.eval_bigram - times.final_val_loss).to_numpy(),
+        "above AttnOnly": (times.final_val_loss - attn_mean).to_numpy(),
+    })
+
+
+def anchor_table(records: pd.DataFrame) -> pd.DataFrame:
+    """The anchors (AttnOnly, NoResidual) and FFNOnly: seeds, mean, lowest and highest final loss."""
+    rows = []
+    for variant in ("attn_only", "ffn_only", "no_residual"):
+        loss = records.loc[records.variant == variant, "final_val_loss"]
+        if len(loss):
+            rows.append({"variant": variant, "seeds": len(loss), "mean": loss.mean(), "lowest": loss.min(),
+                         "highest": loss.max()})
+    return pd.DataFrame(rows, columns=["variant", "seeds", "mean", "lowest", "highest"]).set_index("variant")
+
+
+def progress_text(records: pd.DataFrame, absent: list) -> str:
+    """How much of the study is recorded: FFNOnly's seeds and the anchor runs, and what is missing."""
+    have = records.groupby("variant").size()
+    planned = {v: int(have.get(v, 0)) + sum(r.variant == v for r in absent) for v in ("ffn_only", "attn_only", "no_residual")}
+    ffn = f"{int(have.get('ffn_only', 0))} of {planned['ffn_only']} FFNOnly seeds"
+    anchors = sum(int(have.get(v, 0)) for v in ("attn_only", "no_residual"))
+    text = (f"Recorded so far: {ffn} and {anchors} of {planned['attn_only'] + planned['no_residual']} anchor runs"
+            f" (AttnOnly and NoResidual).")
+    if absent:
+        text += (f" {len(absent)} {plural('run', len(absent))} {'is' if len(absent) == 1 else 'are'} still training or"
+                 " queued (listed at the end of the page); every number below is read from the runs recorded.")
+    return text
+
+
+def decision_text(decision: dict, planned: int) -> str:
+    """The rule's reading of the FFNOnly runs recorded (``decision``: :func:`residual_lib.budget.decide`),
+    with the counts it rests on; provisional while fewer than ``planned`` seeds are recorded."""
+    n = decision["runs"]
+    if not n:
+        return "No FFNOnly run of the study is recorded yet, so the rule has nothing to read."
+    counts = (f"{decision['escaped']} of {n} FFNOnly {plural('seed', n)} {'leaves' if n == 1 else 'leave'} the floor "
+              f"({decision['escaped_below_bigram']} of them ending below the bigram reference), {decision['within_line']} "
+              f"end within the line, and {decision['late_escapes']} {'leaves' if decision['late_escapes'] == 1 else 'leave'} "
+              f"the floor after step {budget.FLAT_AFTER:,}.")
+    reading = READINGS[decision["outcome"]]
+    if n < planned:
+        return (f"{counts} With {n} of the {planned} seeds recorded, the rule's reading is provisional: on these runs "
+                f"it gives *{decision['outcome']}* ({reading}).")
+    return f"{counts} The pre-registered reading: *{decision['outcome']}*, {reading}."
+
+
+#: The captions and alt texts of the chapter's figures.
+CURVES_CAPTION = ("Validation loss on the fixed batches of every run of the budget study: FFNOnly's seeds thin, the"
+                  " AttnOnly and NoResidual anchors thicker. Dashed, the floor of the evaluation batches; dotted, the"
+                  " line a run must stay below to have left it; dash-dotted, the bigram reference.")
+CURVES_ALT = ("Line chart of validation loss in nats against training step for FFNOnly's seeds and the AttnOnly and"
+              " NoResidual anchors, with horizontal lines for the floor, the escape line and the bigram reference.")
+KM_CAPTION = ("The Kaplan–Meier estimate of the share of FFNOnly's seeds still on the floor at each step (runs that"
+              " never leave it count to their last step). Dotted, the step after which an escape rules out the"
+              " structural reading; dashed, the share on the floor that reading needs.")
+KM_ALT = ("Step chart of the share of FFNOnly runs still on the floor against training step, from 1 down, with a"
+          " vertical dotted line and a horizontal dashed line.")

@@ -1,0 +1,66 @@
+"""Chapter 11, the budget study: its plan is the pre-registered study, and its sentences read the rule's outcome."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from residual_lib import budget
+from residual_lib.chapters import budget as chapter
+from residual_lib.runs import Run
+from residual_lib.sections import plan
+
+
+def test_the_chapters_plan_at_cpu_is_the_preregistered_study():
+    assert plan("11_budget", "cpu") == budget.budget_runs()
+    smoke = plan("11_budget", "smoke", seeds=[1337, 42, 123, 7])
+    assert {r.profile.name for r in smoke} == {"smoke-budget"}
+    assert [(r.variant, r.seed) for r in smoke][:3] == [("ffn_only", 1337), ("attn_only", 1337), ("no_residual", 1337)]
+    assert sum(r.variant == "ffn_only" for r in smoke) == 3  # the section's first three seeds away from cpu
+    assert plan("11_budget", "ladder-3m") == []
+
+
+def _times(escaped_at: list[int | None], finals=None, steps=20_000) -> pd.DataFrame:
+    finals = finals or [2.0 if t else 3.33 for t in escaped_at]
+    return pd.DataFrame({"seed": budget.BUDGET_SEEDS[:len(escaped_at)], "escaped": [t is not None for t in escaped_at],
+                         "time": [t if t else steps for t in escaped_at], "final_val_loss": finals,
+                         "below_floor": [3.335 - f for f in finals], "eval_bigram": 2.47,
+                         "below_bigram": [f < 2.47 for f in finals]})
+
+
+def test_the_escape_table_gives_each_seeds_step_and_distances_in_the_studys_seed_order():
+    times = _times([8750, None]).iloc[::-1]  # read in another order
+    table = chapter.escape_table(times, 1.544)
+    assert list(table.seed) == [1337, 42]
+    assert list(table["leaves the floor at step"]) == ["8,750", "—"]
+    assert table["below the bigram"].iloc[0] == pytest.approx(0.47)
+    assert table["above AttnOnly"].iloc[0] == pytest.approx(2.0 - 1.544)
+
+
+def test_the_decision_is_provisional_until_every_seed_is_recorded():
+    partial = budget.decide(_times([8750]))
+    text = chapter.decision_text(partial, 16)
+    assert text.startswith("1 of 1 FFNOnly seed leaves the floor (1 of them ending below the bigram reference), 0 end")
+    assert text.endswith("With 1 of the 16 seeds recorded, the rule's reading is provisional: on these runs it gives "
+                         "*undecided* (neither reading: the data do not decide between speed and structure).")
+    speed = budget.decide(_times([5000] * 9 + [None] * 7))
+    assert chapter.decision_text(speed, 16).endswith(
+        "The pre-registered reading: *speed*, the asymmetry is about speed: FFNOnly learns, late.")
+    structural = budget.decide(_times([3000] * 2 + [None] * 14))
+    assert "*structural*, the collapse is structural at this budget." in chapter.decision_text(structural, 16)
+    assert chapter.decision_text({"runs": 0}, 16).startswith("No FFNOnly run")
+
+
+def test_the_rule_text_is_written_from_the_studys_constants():
+    text = chapter.rule_text()
+    assert f"at least {budget.MOST} leave the floor" in text and f"at least {budget.STAY} (81%)" in text
+    assert f"after step {budget.FLAT_AFTER:,}" in text and f"more than {budget.LINE:g} nats below" in text
+
+
+def test_progress_counts_the_recorded_and_the_missing_runs():
+    records = pd.DataFrame({"variant": ["ffn_only", "attn_only"]})
+    absent = [Run("cpu-budget", "ffn_only", 42), Run("cpu-budget", "no_residual", 1337)]
+    text = chapter.progress_text(records, absent)
+    assert text.startswith("Recorded so far: 1 of 2 FFNOnly seeds and 1 of 2 anchor runs (AttnOnly and NoResidual).")
+    assert "2 runs are still training or queued" in text
+    assert "still training" not in chapter.progress_text(records, [])

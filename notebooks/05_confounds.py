@@ -35,7 +35,8 @@ gain_seeds = None
 # %%
 from IPython.display import Markdown
 
-from residual_lib import analysis, gains, paper, plots, scorecard
+from residual_lib import analysis, paper, plots, scorecard
+from residual_lib.gains import early_agreement, gain_spread, gain_timing, gain_val_curves
 from residual_lib.book import glue
 from residual_lib.chapters import confounds
 from residual_lib.batches import FIXED_VAL_SEED
@@ -70,15 +71,16 @@ table(confounds.gain_table(gain_runs), index="gain g")
 # more often:
 
 # %%
-val = gains.gain_val_curves(gain_runs, early_runs)
-timing = gains.gain_timing(gain_runs, early_runs, scorecard.GAIN_TOL)
-within = analysis.scaled_step(paper.value("gain_confound", "attn_only", "steps_to_equivalence"),
-                              int(gain_runs.steps.iloc[0]))
-Markdown(confounds.timing_method(gain_runs, early_runs) + " " + confounds.timing_finding(timing, within))
+val = gain_val_curves(gain_runs, early_runs, scorecard.limits.EARLY_AGREE)
+timing = gain_timing(gain_runs, early_runs, scorecard.GAIN_TOL, scorecard.limits.EARLY_AGREE)
+paper_steps = int(paper.value("gain_confound", "attn_only", "steps_to_equivalence"))
+within = analysis.scaled_step(paper_steps, int(gain_runs.steps.iloc[0]))
+agreement = early_agreement(gain_runs, early_runs)
+Markdown(confounds.timing_method(gain_runs, early_runs, agreement) + " " + confounds.timing_finding(timing, within, paper_steps=paper_steps))
 
 # %%
 plots.show(
-    plots.gain_timing(gains.gain_spread(val), scorecard.GAIN_TOL, within,
+    plots.gain_timing(gain_spread(val), scorecard.GAIN_TOL, within,
                       until=int(early_runs.steps.max()) if len(early_runs) else None),
     "fig-gain-timing",
     confounds.timing_caption(gain_variant, within),

@@ -27,8 +27,9 @@
 # so it cannot single out the current token (its α_tt is 1/t by construction). Its control,
 # `pointwise`, has the mixer's exact layers without the running mean: no path between
 # positions at all, so the best it can reach is the bigram reference: it carries the current
-# token to the output, the path FFNOnly lacks. What the control closes of the FFNOnly–AttnOnly
-# gap is what that path buys; what the mixer closes beyond it is what mixing adds.
+# token straight to the output, as the identity path around attention that FFNOnly lacks would.
+# What the control closes of the FFNOnly–AttnOnly gap is what that path buys; what the mixer
+# closes beyond it is what mixing adds.
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"

@@ -112,7 +112,7 @@ Markdown(
     + " "
     + escapes.input_blind_text(rate_runs, blind)
     + "\n\n"
-    + escapes.after_lines_text(rate_runs, ESCAPE_LINES_FIXED, scorecard.FLOOR_TOL, blind)
+    + escapes.after_lines_text(rate_runs, ESCAPE_LINES_FIXED, scorecard.FLOOR_TOL)
 )
 
 # %% [markdown]

@@ -14,11 +14,12 @@
 # **The question.** Every verdict on FFNOnly's collapse at the stand-in rests on runs of
 # 2,000 steps (4.1M training tokens), where a run can still be leaving the floor at its last
 # step: at `cpu-long` seed 1337 leaves it near step 4,300, and at `cpu` seed 123 is still
-# falling at step 2,000 ([chapter 10](10_ffn_escape)). The paper's 10M runs see 82M tokens.
+# falling at step 2,000 ([chapter 10](10_ffn_escape)). The paper's 10M runs, read as nanoGPT's
+# schedule (5,000 steps of 64 × 256 tokens; the summary does not give it), see 82M tokens.
 # So "FFNOnly cannot learn" and "FFNOnly learns late" are not told apart yet.
 #
 # **Here.** FFNOnly at the `cpu` shape for ten times the budget, 20,000 steps (41M tokens,
-# half the paper's), at a constant learning rate after warm-up, so that a run's first steps
+# half of that), at a constant learning rate after warm-up, so that a run's first steps
 # do not depend on how long it lasts (profile `cpu-budget`), with the fixed batches evaluated
 # every 250 steps: sixteen seeds, and AttnOnly and NoResidual at four of them as anchors.
 #

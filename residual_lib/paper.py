@@ -4,7 +4,7 @@ Every number attributed to arXiv:2608.14689 lives in ``paper_claims.csv`` beside
 file, one row per reported value: ``claim`` (an identifier shared by the values of one
 claim), ``section``, ``scale`` (10M, 124M or both), ``variant`` (a variant name,
 ``partial`` for all three partial variants, or an expression such as
-``attn_only-ffn_only`` for a gap), ``quantity``, ``value``, ``std`` when the paper gives
+``ffn_only-attn_only`` for a gap, named so that the paper's value has its sign), ``quantity``, ``value``, ``std`` when the paper gives
 one and ``std_kind`` (``population`` or ``sample``) where it can be told, ``seeds``,
 ``inferred`` (the fields read from context rather than stated, e.g. ``seeds``), the paper's
 ``statement`` and a ``note`` where the summary leaves something undefined or contradicts
@@ -51,8 +51,8 @@ QUANTITIES = {
     "final_val_loss_std_conclusion": "std of the final validation loss (the conclusion's figure)",
     "ratio": "ratio of final validation losses",
     "alpha_tt": "α_tt (attention on its own position)",
-    "relative_gap_percent_124m": "relative gap at 124M (%)",
-    "relative_gap_percent_10m": "relative gap at 10M (%)",
+    "relative_gap_percent_124m": "relative gap at 124M (%, the summary does not define it)",
+    "relative_gap_percent_10m": "relative gap at 10M (%, the summary does not define it)",
     "final_val_loss_original_s5": "originally recorded final validation loss (section 5)",
     "final_val_loss_original_s7": "originally recorded final validation loss (section 7)",
     "nanogpt_minus_controlled": "nanoGPT's loss minus the controlled one",

@@ -41,8 +41,13 @@ def test_the_decision_is_provisional_until_every_seed_is_recorded():
     partial = budget.decide(_times([8750]))
     text = chapter.decision_text(partial, 16)
     assert text.startswith("1 of 1 FFNOnly seed leaves the floor (1 of them ending below the bigram reference), 0 end")
-    assert text.endswith("With 1 of the 16 seeds recorded, the rule's reading is provisional: on these runs it gives "
-                         "*undecided* (neither reading: the data do not decide between speed and structure).")
+    assert text.endswith("With 1 of the 16 seeds recorded, the rule cannot decide yet: *speed* and *structural* are"
+                         " still reachable with the other 15.")
+    three = budget.decide(_times([4000] * 4))  # four escapes: 13 within the line is out of reach
+    assert chapter.decision_text(three, 16).endswith("*speed* is still reachable with the other 12.")
+    early = budget.decide(_times([4000] * 9))
+    assert chapter.decision_text(early, 16).endswith("the rule already reads *speed* (the asymmetry is about speed:"
+                                                     " FFNOnly learns, late), whatever the other 7 show.")
     speed = budget.decide(_times([5000] * 9 + [None] * 7))
     assert chapter.decision_text(speed, 16).endswith(
         "The pre-registered reading: *speed*, the asymmetry is about speed: FFNOnly learns, late.")

@@ -14,10 +14,12 @@ def _gain_runs() -> pd.DataFrame:
 
 
 def test_the_gain_table_has_a_row_per_gain_a_column_per_seed_and_the_spread_last():
-    runs = pd.concat([_gain_runs(), _gain_runs().assign(seed=42, final_val_loss=[1.70, 1.71, 1.75])])
+    runs = pd.concat([_gain_runs(), _gain_runs().assign(seed=42, final_val_loss=[1.70, 1.71, 1.75]),
+                      _gain_runs().assign(seed=123).query("gain == 1.0")])
     table = confounds.gain_table(runs)
     assert table.index.tolist() == [0.5, 1.0, 4.0, "spread (max − min)"]
-    assert table.columns.tolist() == ["seed 1337", "seed 42"]  # the order the seeds come in
+    assert table.columns.tolist() == ["seed 1337", "seed 42", "seed 123"]  # the order the seeds come in
+    assert pd.isna(table.loc["spread (max − min)", "seed 123"])  # one gain: no spread
     assert table.loc[4.0, "seed 1337"] == 1.62
     assert table.loc["spread (max − min)", "seed 1337"] == pytest.approx(0.02)
     assert table.loc["spread (max − min)", "seed 42"] == pytest.approx(0.05)
@@ -29,17 +31,25 @@ def _timing(merged, spreads=(0.01, 0.03), every=20) -> pd.DataFrame:
 
 
 def test_the_timing_finding_counts_the_seeds_that_meet_by_the_papers_step():
-    text = confounds.timing_finding(_timing([60, 140]), 80, tolerance=0.05)
+    text = confounds.timing_finding(_timing([60, 140]), 80, tolerance=0.05, paper_steps=200)
     assert text.startswith("At each of the 2 seeds, the final validation losses of the gains lie 0.010 to 0.030 nats apart.")
     assert "stay within 0.05 nats of each other from step 60 on at seed 1337 and from step 140 on at seed 42." in text
     assert "evaluated every 20 steps early on" in text
-    assert text.endswith("are step 80: 1 of 2 seeds has come together by then.")
+    assert "are step 80: 1 of 2 seeds has come together by then (read at the first evaluation from then on)." in text
+    assert text.endswith("Read instead as the same 200 steps (this schedule shares the paper's warm-up and peak learning"
+                         " rate, so the optimiser has moved about as far by then), 2 of 2 seeds have come together by"
+                         " then.")
+    coarse = confounds.timing_finding(_timing([100], every=100), 80, tolerance=0.05)
+    assert "1 of 1 seed has come together by then" in coarse  # step 80 is read at the evaluation of step 100
 
 
-def test_the_timing_finding_says_never_for_curves_that_do_not_meet():
-    text = confounds.timing_finding(_timing([None]), 80, tolerance=0.05)
+def test_the_timing_finding_says_when_curves_do_not_meet_and_which_seeds_are_left_out():
+    timing = _timing([None])
+    timing.attrs["incomplete"] = [42]
+    text = confounds.timing_finding(timing, 80, tolerance=0.05)
     assert text.startswith("At the one seed, the final validation losses of the gains lie 0.010 nats apart.")
-    assert "of each other not to the end at seed 1337." in text and text.endswith("0 of 1 seed has come together by then.")
+    assert "of each other not to the end at seed 1337." in text and "0 of 1 seed has come together by then" in text
+    assert text.endswith("Seed 42, not run at every gain, is left out.")
 
 
 def test_the_gain_finding_says_from_which_step_the_curves_merge():
@@ -85,3 +95,20 @@ def test_the_early_gain_profile_trains_the_first_steps_of_its_parent_run():
     shared = early.max_iters
     assert first["loss"][-1] == whole["loss"][whole["step"].index(shared)]
     assert len(first["step"]) > len([s for s in whole["step"] if s <= shared])
+
+
+def test_the_timing_method_says_how_closely_the_timing_runs_retrace_the_whole_runs():
+    whole = pd.DataFrame({"profile": ["smoke"], "seed": [1337], "gain": [2.0]})
+    early = pd.DataFrame({"profile": ["smoke-gain-early"], "seed": [1337], "gain": [2.0]})
+    agreement = pd.DataFrame({"seed": [1337, 1337], "gain": [1.0, 4.0], "steps": 6, "max_diff": [1.5e-5, 5.8e-3]})
+    text = confounds.timing_method(whole, early, agreement)
+    far = confounds.timing_method(whole, early, agreement.assign(max_diff=[1.5e-5, 0.02]))
+    assert far.endswith("At seed 1337 a timing run differs from its gain run by more than 0.01 nats, so the whole runs'"
+                        " evaluations alone are read there.")
+    assert text.startswith("The first 50 steps of each run were trained again at `smoke-gain-early`")
+    assert text.endswith("they agree to within 2.9×10⁻³ nats for the median run and 5.8×10⁻³ at worst (gain 4, seed"
+                         " 1337): the same steps, though not bit for bit where a whole run was made by older code or"
+                         " other kernels.")
+    same = agreement.assign(max_diff=0.0)
+    assert confounds.timing_method(whole, early, same).endswith("the two are bit for bit the same.")
+    assert confounds.timing_method(whole, early.iloc[0:0]).startswith("No timing runs exist for these gain runs")

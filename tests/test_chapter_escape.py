@@ -147,7 +147,8 @@ def test_the_finding_names_unrecorded_profiles_but_not_unrecorded_gains():
     base = labelled([("cpu", s, 1.0, 0.0, 0.1 if s < 2 else 0.0) for s in range(20)])
     text = escape.finding(pd.concat([base, gains]), "cpu", escape.condition_order(gains, "cpu"))
     assert text.endswith("gain 2 lets it escape. With one run per gain that says little about the gain: at gain 1, 2 of"
-                         " 20 runs escape, and at that rate at least 1 of 3 runs escape by chance with probability 27%.")
+                         " 20 runs escape, and at that rate at least 1 of 3 runs escape by chance with probability 27%"
+                         " (4% to 68% over the rate's 95% interval).")
     assert escape.gain_sentence(gains.assign(escaped=False)).endswith("none lets FFNOnly escape.")
     assert escape.gain_sentence(gains.assign(escaped=True)).endswith("every one lets FFNOnly escape.")
     assert escape.finding(labelled([]), "paper-10m", [BASE, NUDGED]) == "No escape-study records at this profile yet."
@@ -213,7 +214,8 @@ def test_the_input_blind_line_counts_escapes_per_setting_with_fishers_test():
                       {s: ["2026-12-03T00:00:00+00:00"] * 4 for s in ("cpu", "cpu-dropout")})
     text = escapes.input_blind_text(runs, 0.0102)
     assert text.startswith("A model that ignores its input can end at most 0.0102 nats below the floor")
-    assert "At that line: at `cpu`, 3 of 4; at `cpu-dropout`, 0 of 4 (Fisher's exact p = " in text
+    assert "drawn after the runs, from that argument and not from their losses. At it: at `cpu`, 3 of 4; at" in text
+    assert "`cpu-dropout`, 0 of 4 (Fisher's exact p = " in text and text.endswith("a test chosen after the data).")
 
 
 def test_runs_started_after_the_lines_were_fixed_are_counted_apart():
@@ -222,12 +224,12 @@ def test_runs_started_after_the_lines_were_fixed_are_counted_apart():
     before, after = "2026-12-03T10:00:00+00:00", "2026-12-03T20:00:00+00:00"
     runs = _rate_runs({"cpu": [0.2, 0.08, 0.04, 0.0, 0.012], "cpu-dropout": [0.0, 0.0]},
                       {"cpu": [before, before, after, after, after], "cpu-dropout": [after, after]})
-    text = escapes.after_lines_text(runs, ("54b7525", "2026-12-03T16:56:55+00:00"), 0.05, 0.0102)
+    text = escapes.after_lines_text(runs, ("54b7525", "2026-12-03T16:56:55+00:00"), 0.05)
     assert text.startswith("The lines were fixed in commit 54b7525 (2026-12-03 16:56 UTC).")
-    assert ("at `cpu`, 0 of 3 end more than 0.05 nats below the floor and 2 beyond the input-blind line; at "
-            "`cpu-dropout`, 0 of 2 end more than 0.05 nats below the floor and 0 beyond the input-blind line.") in text
+    assert ("at `cpu`, 0 of 3 end more than 0.05 nats below the floor; at `cpu-dropout`, 0 of 2 end more than 0.05"
+            " nats below the floor.") in text
     early = runs.assign(started=pd.Timestamp(before))
-    assert escapes.after_lines_text(early, ("54b7525", "2026-12-03T16:56:55+00:00"), 0.05, 0.0102).startswith(
+    assert escapes.after_lines_text(early, ("54b7525", "2026-12-03T16:56:55+00:00"), 0.05).startswith(
         "No run shown here started after the lines were fixed")
 
 

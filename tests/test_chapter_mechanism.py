@@ -218,12 +218,12 @@ def test_a_control_on_the_bigram_line_is_read_as_the_current_token_path():
     on = mechanism.mixer_finding(shares(pointwise=2, mixing_low=0.2), finals(mixer=[2.0], pointwise=[2.401, 2.404]),
                                  2.4, 0.28)
     assert ("on its own and ends on the bigram reference (+0.001 to +0.004 nats per seed), the best a model that sees"
-            " only the current character can do. That share is what a path carrying the current token") in on
+            " only the current character can do. That share is what an identity path carrying the current token") in on
     assert "not anything the extra per-position layers add" in on
     off = mechanism.mixer_finding(shares(pointwise=2, mixing_low=0.2), finals(mixer=[2.0], pointwise=[2.45, 2.47]),
                                   2.4, 0.28)
     assert "on its own, ending +0.060 nats from the bigram reference: that part is not mixing." in off
-    assert "path carrying the current token" not in off
+    assert "identity path carrying the current token" not in off
 
 
 def test_the_mixer_finding_gives_the_shares_from_the_floor_as_well():

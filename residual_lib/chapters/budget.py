@@ -81,8 +81,17 @@ def decision_text(decision: dict, planned: int) -> str:
               f"the floor after step {budget.FLAT_AFTER:,}.")
     reading = READINGS[decision["outcome"]]
     if n < planned:
-        return (f"{counts} With {n} of the {planned} seeds recorded, the rule's reading is provisional: on these runs "
-                f"it gives *{decision['outcome']}* ({reading}).")
+        left = planned - n
+        if decision["outcome"] != "undecided":
+            return (f"{counts} With {n} of the {planned} seeds recorded, the rule already reads *{decision['outcome']}*"
+                    f" ({reading}), whatever the other {left} show.")
+        reachable = [name for name, ok in (
+            ("speed", decision["escaped_below_bigram"] + left >= budget.MOST),
+            ("structural", decision["within_line"] + left >= budget.STAY and not decision["late_escapes"])) if ok]
+        return (f"{counts} With {n} of the {planned} seeds recorded, the rule cannot decide yet: "
+                + (f"{' and '.join(f'*{r}*' for r in reachable)} {'are' if len(reachable) > 1 else 'is'} still "
+                   f"reachable with the other {left}." if reachable else
+                   "neither reading can be reached any more, so the outcome will be *undecided*."))
     return f"{counts} The pre-registered reading: *{decision['outcome']}*, {reading}."
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .. import analysis, scorecard
+from .. import analysis, gains, scorecard
 from ..profiles import get_profile
+from ..tables import scientific
 
 
 def gain_table(gain_runs: pd.DataFrame) -> pd.DataFrame:
@@ -14,14 +15,15 @@ def gain_table(gain_runs: pd.DataFrame) -> pd.DataFrame:
     column per seed (in the order the seeds come), with the spread across gains as the last row."""
     order = list(dict.fromkeys(int(s) for s in gain_runs.seed))
     wide = gain_runs.pivot_table(index="gain", columns="seed", values="final_val_loss").sort_index()[order]
-    wide.loc["spread (max − min)"] = wide.max() - wide.min()
+    wide.loc["spread (max − min)"] = (wide.max() - wide.min()).where(wide.count() >= 2)  # none from one gain
     wide.columns = [f"seed {s}" for s in wide.columns]
     return wide
 
 
-def timing_method(whole: pd.DataFrame, early: pd.DataFrame) -> str:
+def timing_method(whole: pd.DataFrame, early: pd.DataFrame, agreement: pd.DataFrame | None = None) -> str:
     """How the gain runs' first steps were evaluated: by the timing profile's runs, when there are
-    any (their profile, length and evaluation spacing), else by the whole runs alone."""
+    any (their profile, length and evaluation spacing), else by the whole runs alone; with
+    ``agreement`` (:func:`residual_lib.gains.early_agreement`), how closely they retrace the whole runs."""
     if early.empty:
         every = get_profile(whole.profile.iloc[0]).eval_interval
         return (f"No timing runs exist for these gain runs, so the timing below rests on the whole runs' "
@@ -30,31 +32,60 @@ def timing_method(whole: pd.DataFrame, early: pd.DataFrame) -> str:
     prof = get_profile(name)
     return (f"The first {prof.max_iters:,} steps of each run were trained again at `{name}`, which takes the same "
             f"steps with the same batches and learning rates and evaluates the fixed batches every "
-            f"{prof.eval_interval} steps; after step {prof.max_iters:,} the curves are the whole runs'.")
+            f"{prof.eval_interval} steps; after step {prof.max_iters:,} the curves are the whole runs'."
+            + ("" if agreement is None or agreement.empty else _agreement_text(agreement)))
 
 
-def timing_finding(timing: pd.DataFrame, within: int, tolerance: float = scorecard.GAIN_TOL) -> str:
-    """What :func:`residual_lib.gains.gain_timing` found, in sentences: how far apart the gains'
-    final losses end, and from which step their validation curves stay within ``tolerance`` of each
-    other at each seed, against ``within``, the paper's ~200 steps scaled to this run."""
+def _agreement_text(agreement: pd.DataFrame) -> str:
+    worst = agreement.loc[agreement.max_diff.idxmax()]
+    if worst.max_diff == 0:
+        return " At the steps both evaluate, the two are bit for bit the same."
+    typical = agreement.max_diff.median()
+    text = (f" At the steps both evaluate they agree to within {scientific(typical)} nats for the median run and "
+            f"{scientific(worst.max_diff)} at worst (gain {worst.gain:g}, seed {int(worst.seed)}): the same steps, "
+            "though not bit for bit where a whole run was made by older code or other kernels.")
+    off = sorted({int(s) for s in agreement.seed[agreement.max_diff > scorecard.limits.EARLY_AGREE]})
+    if off:
+        text += (f" At seed{'s' if len(off) > 1 else ''} {', '.join(map(str, off))} a timing run differs from its gain"
+                 f" run by more than {scorecard.limits.EARLY_AGREE} nats, so the whole runs' evaluations alone are read"
+                 " there.")
+    return text
+
+
+def timing_finding(timing: pd.DataFrame, within: int, tolerance: float = scorecard.GAIN_TOL,
+                   paper_steps: int | None = None) -> str:
+    """What :func:`residual_lib.gains.gain_timing` found, in sentences: how far apart the gains' final
+    losses end, and from which step their validation curves stay within ``tolerance`` of each other
+    at each seed, against ``within`` (the paper's ~200 steps as a share of this run) and, when given,
+    ``paper_steps`` (the same number of steps), each read at the first evaluation from then on."""
     if timing.empty:
-        return "No seed was run at two gains or more."
+        return "No seed was run at every gain."
     n = len(timing)
     spreads = timing.final_spread
     ends = (f"the final validation losses of the gains lie {spreads.iloc[0]:.3f} nats apart" if n == 1 else
             f"the final validation losses of the gains lie {spreads.min():.3f} to {spreads.max():.3f} nats apart")
-    merged = [m for m in timing.merged]
-    on_time = sum(m is not None and not pd.isna(m) and m <= within for m in merged)
+    merged = list(timing.merged)
     parts = [f"from step {int(m):,} on at seed {s}" if m is not None and not pd.isna(m) else f"not to the end at seed {s}"
              for m, s in zip(merged, timing.seed)]
     joined = parts[0] if n == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
     every = sorted({int(e) for e in timing.every.dropna()})
     spacing = f"evaluated every {' or '.join(str(e) for e in every)} steps" if every else "evaluated"
     seeds_text = "At the one seed" if n == 1 else f"At each of the {n} seeds"
-    return (f"{seeds_text}, {ends}. Their validation curves on the fixed batches, {spacing} early on, stay "
+
+    def by(step: int) -> str:
+        k = sum(gains.on_time(m, step, e) for m, e in zip(merged, timing.every))
+        return f"{k} of {n} seed{'s' if n > 1 else ''} {'has' if k == 1 or n == 1 else 'have'} come together by then"
+
+    text = (f"{seeds_text}, {ends}. Their validation curves on the fixed batches, {spacing} early on, stay "
             f"within {tolerance} nats of each other {joined}. The paper's ~200 steps, scaled to this run's "
-            f"length, are step {within:,}: {on_time} of {n} seed{'s' if n > 1 else ''} "
-            f"{'has' if on_time == 1 or n == 1 else 'have'} come together by then.")
+            f"length, are step {within:,}: {by(within)} (read at the first evaluation from then on).")
+    if paper_steps is not None and paper_steps != within:
+        text += (f" Read instead as the same {paper_steps:,} steps (this schedule shares the paper's warm-up and "
+                 f"peak learning rate, so the optimiser has moved about as far by then), {by(paper_steps)}.")
+    left = timing.attrs.get("incomplete", [])
+    if left:
+        text += f" Seed{'s' if len(left) > 1 else ''} {', '.join(map(str, left))}, not run at every gain, {'are' if len(left) > 1 else 'is'} left out."
+    return text
 
 
 def timing_caption(gain_variant: str, within: int, tolerance: float = scorecard.GAIN_TOL) -> str:

@@ -176,7 +176,8 @@ def condition_sentence(condition: str, part: pd.DataFrame) -> str:
 
 def gain_sentence(part: pd.DataFrame, base: tuple[int, int] | None = None) -> str:
     """The runtime-gain conditions (one run per gain, ``part``) in one sentence: which gains let FFNOnly escape;
-    with ``base`` (runs that escape, runs) at gain 1, how likely that many escapes are by chance alone."""
+    with ``base`` (runs that escape, runs) at gain 1, how likely that many escapes among ``part``'s runs are by
+    chance alone, at the base rate and over its Clopper-Pearson interval."""
     gains = sorted(part.gain.unique())
     escaping = sorted(part.gain[part.escaped].unique())
     tried = f"Of the runtime gains {listing(f'{g:g}' for g in gains)} ({_seeds(set(part.seed))})"
@@ -189,10 +190,15 @@ def gain_sentence(part: pd.DataFrame, base: tuple[int, int] | None = None) -> st
         text = f"{tried}, {'gain' if one else 'gains'} {listing(f'{g:g}' for g in escaping)} {'lets' if one else 'let'} it escape."
     if base and base[1]:
         k, n = base
-        chance = float(stats.binom.sf(len(escaping) - 1, len(gains), k / n))
+        runs, escaped = len(part), int(part.escaped.sum())
+        rate = escapes.escape_rate(k, n)
+
+        def chance(p: float) -> float:
+            return float(stats.binom.sf(escaped - 1, runs, p))
+
         text += (f" With one run per gain that says little about the gain: at gain 1, {k} of {n} runs escape, and at "
-                 f"that rate {'at least ' if len(escaping) < len(gains) else ''}{len(escaping)} of {len(gains)} runs "
-                 f"escape by chance with probability {chance:.0%}.")
+                 f"that rate at least {escaped} of {runs} runs escape by chance with probability {chance(k / n):.0%} "
+                 f"({chance(rate['low']):.0%} to {chance(rate['high']):.0%} over the rate's 95% interval).")
     return text
 
 

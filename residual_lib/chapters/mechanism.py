@@ -205,9 +205,9 @@ def mixer_finding(shares: dict, records: pd.DataFrame, bigram: float, attn_alpha
         spread = (_signed(control.iloc[0]) if len(control) == 1 else
                   f"{_signed(control.min())} to {_signed(control.max())} nats per seed")
         text += (f" and ends on the bigram reference ({spread}), the best a model that sees only the current"
-                 " character can do. That share is what a path carrying the current token to the output buys (the"
-                 " path FFNOnly lacks: its attention sublayer has no residual around it), not anything the extra"
-                 " per-position layers add. ")
+                 " character can do. That share is what an identity path carrying the current token past the"
+                 " mixing buys (FFNOnly has none around its attention sublayer, whose output carries the current"
+                 " token only as much as attention weights it), not anything the extra per-position layers add. ")
     else:
         text += f", ending {_signed(control.mean())} nats from the bigram reference: that part is not mixing. "
     text += f"Cross-position mixing closes {share_text(shares, 'mixing')} of the gap beyond the control"

@@ -41,7 +41,7 @@ CLAIMS: dict[str, Claim] = {
     "alpha_routing": Claim("Routing: AttnOnly learns α_tt ≈ 1", "alpha_routing"),
     "asymmetry_by_scale": Claim(
         "Asymmetry +{:.1f}% (124M) vs +{:.1f}% (10M)".format(
-            *(paper.value("asymmetry_by_scale", "attn_only-ffn_only", f"relative_gap_percent_{scale}")
+            *(paper.value("asymmetry_by_scale", "ffn_only-attn_only", f"relative_gap_percent_{scale}")
               for scale in ("124m", "10m"))), "undefined"),
     "mixer_test": Claim("The mixer test", "mixer_test"),
     "intermediate_reproduction": Claim(

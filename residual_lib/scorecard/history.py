@@ -96,6 +96,13 @@ CHANGES: tuple[Change, ...] = (
     Change("4cc3fa7", "2026-12-05T04:05", ("alpha_routing", "mixer_test"),
            "new evidence split into for and against, each rule stating which way counts as which",
            "new evidence has a direction", "every cpu record these rules read"),
+    Change("6108734", "2026-12-05T07:17", ("gain_confound",),
+           "judged at each of three seeds (1337, 42, 123) instead of one, the timing read on runs that evaluate the "
+           "first 500 steps every 20 (cpu-gain-early) instead of every 100",
+           "the timing rested on one seed, and the paper's ~200 steps are step 80 here, between two evaluations",
+           "the 4 cpu gain runs at seed 1337, and its timing runs: a first set, made with other kernels than the "
+           "cpu records and set aside, had been looked at, and the set used started at 07:08; the 8 timing runs "
+           "and 6 gain runs at seeds 42 and 123 started after the change"),
 )
 
 #: sha256 (16 hex digits) of each rule's check as of the last entry of :data:`CHANGES`: a rule
@@ -105,7 +112,7 @@ RULE_DIGESTS = {
     "layer0_starved": "797e558ab4e8376f",
     "layer0_full": "2064ef502903bd20",
     "hidden_norm_growth": "49b8514797fae6f6",
-    "gain_confound": "81c056de902d0ff9",
+    "gain_confound": "881a7644b439197c",
     "asymmetry": "3fa921a5be4b68e9",
     "ffn_collapse": "8761e60ed2589aa2",
     "ffn_vs_no_residual": "4bebc23154041422",
@@ -113,7 +120,7 @@ RULE_DIGESTS = {
     "alpha_routing": "bb3b0291f6bcc743",
     "undefined": "95233eadb01e0498",
     "mixer_test": "ff1c026c7cde6b4c",
-    "intermediate_reproduction": "df43a813642e065e",
+    "intermediate_reproduction": "534a6561a7dc5907",
     "nondeterministic_repeats": "b42f8bd0b15a6958",
     "eval_noise_explains": "b4b880fc1ebc2da8",
 }

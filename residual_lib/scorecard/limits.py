@@ -17,6 +17,7 @@ RECOVERY_MARGIN = 0.5  # nats below the floor: "recovers"
 REL_TOL = 0.02  # agreement with a paper number at the paper's own profile
 SPREAD_TOL = 0.01  # run-to-run spread that counts as "the runs differ"
 GAIN_TOL = 0.05  # final-loss spread across gains that counts as "equivalent"
+EARLY_AGREE = 0.01  # the most a timing run may differ from the gain run it retraces (a fifth of GAIN_TOL)
 SEED_SPREAD = 0.1  # seed-to-seed std that counts as "a large spread" (the paper's anomaly: 0.544, paper_claims.csv)
 ALPHA_NEAR_ONE = 0.9  # alpha_tt that counts as "~1"
 LAYER0_ZERO = analysis.LAYER0_ZERO  # block-0 gradient norm that rounds to the paper's 0.000

@@ -68,6 +68,13 @@ AMENDMENTS: tuple[Amendment, ...] = (
               "named with its sign, a statement cut short, a statement's section, the routing rule's best layer",
               "a review of the stand-in's verdicts: the timing rested on one seed and evaluations 100 steps "
               "apart, and several texts said more than their numbers", records_existed=False),
+    Amendment("28c3ea241f877d43e69bd93fbe2119158b141ecf2ce5a339910630db4b9a8235", "2026-12-05",
+              "a timing run is read only where it retraces its gain run to within 0.01 nats (limits.EARLY_AGREE); "
+              "a seed is judged on the gain confound only when run at every gain; the timing also given at the "
+              "paper's own 200 steps; the input-blind line marked as drawn after the runs; the paper's relative "
+              "gaps named FFNOnly − AttnOnly; wording of the intermediate reproduction's agreement",
+              "a second review: spliced curves were not checked, an incomplete seed could be judged, and the "
+              "post-hoc line was counted among lines fixed before the data", records_existed=False),
 )
 
 

@@ -122,25 +122,27 @@ def _growth(r: ProfileRecords, rows):
 
 
 @rule("gain_confound",
-      f"at every seed the gain sweep was run at, the final losses of all gains lie within {limits.GAIN_TOL} nats "
-      f"of each other, and their validation losses on the fixed batches come together (a spread below "
+      f"at every seed run at all the gains, the final losses of the gains lie within {limits.GAIN_TOL} nats of "
+      f"each other, and their validation losses on the fixed batches come together (a spread below "
       f"{limits.GAIN_TOL} nats from then on) within the paper's ~{_PAPER_GAIN_STEPS:.0f} steps, read as a share "
       f"of a {analysis.PAPER_10M_STEPS:,}-step run (an assumption) and rounded up to the next evaluation; the "
-      "first steps are read from the timing runs, which train them alike and evaluate every few steps "
-      "(cpu-gain-early: every 20 of the first 500). Reproduced if both hold at every seed, partly reproduced "
-      "if only the final losses agree. One-batch training losses are too noisy for the timing: they cross "
-      f"{limits.GAIN_TOL} nats by chance", central=False)
+      "first steps are read from the timing runs (cpu-gain-early: every 20 of the first 500), which train them "
+      f"again, where each retraces its gain run to within {limits.EARLY_AGREE} nats. Reproduced if both hold at "
+      "every seed, partly reproduced if only the final losses agree. The same steps read as the paper's own "
+      f"~{_PAPER_GAIN_STEPS:.0f} (the schedules share their warm-up and peak learning rate) are given beside "
+      f"the verdict. One-batch training losses are too noisy for the timing: they cross {limits.GAIN_TOL} nats "
+      "by chance", central=False)
 def _gain(r: ProfileRecords, rows):
     whole = gain_study(r.all, "attn_only")
     early = gain_study(r.timing, "attn_only") if len(r.timing) else r.timing
-    timing = gains.gain_timing(whole, early, limits.GAIN_TOL)
+    timing = gains.gain_timing(whole, early, limits.GAIN_TOL, limits.EARLY_AGREE)
     if timing.empty:
         return None
     paper_steps = float(rows[rows.quantity == "steps_to_equivalence"]["value"].iloc[0])
     steps = int(timing.steps.iloc[0])
     within = analysis.scaled_step(paper_steps, steps)
-    by = [within if not every or within % every == 0 else (within // every + 1) * every for every in timing.every]
-    fast = [m is not None and not pd.isna(m) and m <= b for m, b in zip(timing.merged, by)]
+    fast = [gains.on_time(m, within, e) for m, e in zip(timing.merged, timing.every)]
+    same = [gains.on_time(m, int(paper_steps), e) for m, e in zip(timing.merged, timing.every)]
     final_ok = bool((timing.final_spread <= limits.GAIN_TOL).all())
 
     def merged(m):
@@ -148,9 +150,14 @@ def _gain(r: ProfileRecords, rows):
 
     per_seed = "; ".join(f"seed {t.seed}: final spread {t.final_spread:.3f}, within {limits.GAIN_TOL} from "
                          f"{merged(t.merged)} (evaluated every {t.every})" for t in timing.itertuples())
-    ours = (f"gains {timing.gains.iloc[0]} at {len(timing)} seed{'s' if len(timing) > 1 else ''}; {per_seed}; the "
-            f"paper's ~{paper_steps:.0f} steps, read as a share of an assumed {analysis.PAPER_10M_STEPS:,}-step run, "
-            f"are step {within} of {steps:,} here; {count(sum(fast), len(timing), 'come together by then')}")
+    left = timing.attrs.get("incomplete", [])
+    ours = (f"gains {timing.gains.iloc[0]} at {len(timing)} seed{'s' if len(timing) > 1 else ''}"
+            + (f" (seed{'s' if len(left) > 1 else ''} {', '.join(map(str, left))} not at every gain, left out)"
+               if left else "")
+            + f"; {per_seed}; the paper's ~{paper_steps:.0f} steps, read as a share of an assumed "
+            f"{analysis.PAPER_10M_STEPS:,}-step run, are step {within} of {steps:,} here: "
+            f"{count(sum(fast), len(timing), 'come together by then')}; read as the same {paper_steps:.0f} steps: "
+            f"{count(sum(same), len(timing), 'come together by then')}")
     verdict = "reproduced" if final_ok and all(fast) else "partly reproduced" if final_ok else "not reproduced"
     return ours, seeds(timing), verdict
 
@@ -314,8 +321,9 @@ def _intermediate(r: ProfileRecords, rows):
     std = attn.final_val_loss.std()
     verdict = "reproduced" if std >= limits.SEED_SPREAD else "agrees with the paper's confirmed result"
     ours = (f"attn_only {fmt(attn.final_val_loss.mean())} ± {fmt(std)} over {len(attn)} seeds"
-            + (f": what agrees with the paper's confirmed result is the seed spread (± {_PAPER_CONFIRMED_STD:.3f} "
-               f"in its controlled sweep, ± {_PAPER_ANOMALY['std']:.3f} in the anomaly), not the loss itself, "
+            + (f": what agrees with the paper's confirmed result is a small seed spread (below {limits.SEED_SPREAD}; "
+               f"the paper's controlled sweep had ± {_PAPER_CONFIRMED_STD:.3f}, its anomaly ± "
+               f"{_PAPER_ANOMALY['std']:.3f}), not the loss itself, "
                + ("which the asymmetry claim compares with the paper's" if r.profile in PAPER_SCALE
                   else "which a stand-in cannot compare with the paper's 10M values")
                if std < limits.SEED_SPREAD else ": a large seed spread, like the anomaly's"))

@@ -30,7 +30,9 @@ gain_seeds = None
 from IPython.display import Markdown
 
 from residual_lib import analysis, paper, plots, scorecard
-from residual_lib.gains import early_agreement, gain_spread, gain_timing, gain_val_curves
+from residual_lib.gains import (
+    early_agreement, gain_spread, gain_timing, gain_val_curves
+)
 from residual_lib.book import glue
 from residual_lib.chapters import confounds
 from residual_lib.notebook import notebook_records
@@ -51,8 +53,9 @@ gain_runs, early_runs, central = analysis.confound_runs(
 # with the same seed and data order, and judge by where they end, not where they start.
 
 # %% tags=["hide-input"]
-val = gain_val_curves(gain_runs, early_runs, scorecard.limits.EARLY_AGREE)
-timing = gain_timing(gain_runs, early_runs, scorecard.GAIN_TOL, scorecard.limits.EARLY_AGREE)
+agree = scorecard.limits.EARLY_AGREE  # how closely a timing run must retrace its run
+val = gain_val_curves(gain_runs, early_runs, agree)
+timing = gain_timing(gain_runs, early_runs, scorecard.GAIN_TOL, agree)
 paper_steps = int(paper.value("gain_confound", "attn_only", "steps_to_equivalence"))
 within = analysis.scaled_step(paper_steps, int(gain_runs.steps.iloc[0]))
 plots.show(

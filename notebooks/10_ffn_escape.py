@@ -88,7 +88,10 @@ rates = escapes.escape_rates(rate_runs, (blind, *ESCAPE_THRESHOLDS), confidence=
 if len(rate_runs):
     plots.show(
         plots.escape_distances(
-            rate_runs, ESCAPE_THRESHOLDS, escape.rate_settings(profile), input_blind=blind
+            rate_runs,
+            ESCAPE_THRESHOLDS,
+            escape.rate_settings(profile),
+            input_blind=blind,
         ),
         "fig-escape-distances",
         escape.DISTANCES_CAPTION,

@@ -40,14 +40,15 @@ from IPython.display import Markdown
 
 from residual_lib import budget, plots
 from residual_lib.analysis import curves
-from residual_lib.book import glue
+from residual_lib.book import Prose, glue
 from residual_lib.chapters import budget as chapter
 from residual_lib.notebook import notebook_records
 from residual_lib.tables import table
 
 records = notebook_records("11_budget", globals(), skip_missing=True)
 absent = records.attrs["missing"]
-planned = sum(r.variant == "ffn_only" for r in absent) + int((records.variant == "ffn_only").sum())
+ffn_runs = int((records.variant == "ffn_only").sum())
+planned = ffn_runs + sum(r.variant == "ffn_only" for r in absent)
 Markdown(chapter.rule_text())
 
 # %%
@@ -75,14 +76,19 @@ else:
 times = budget.escape_times(records)
 decision = budget.decide(times) if len(times) else {"runs": 0}
 text = chapter.decision_text(decision, planned)
-glue("budget_decision", text)
+glue("budget_decision", Prose(text))
 Markdown(text)
 
 # %%
 if len(times):
     steps = int(records.steps.max())
     plots.show(
-        plots.survival(budget.kaplan_meier(times), steps, budget.FLAT_AFTER, budget.STAY / max(planned, 1)),
+        plots.survival(
+            budget.kaplan_meier(times),
+            steps,
+            budget.FLAT_AFTER,
+            budget.STAY / max(planned, 1),
+        ),
         "fig-budget-survival",
         chapter.KM_CAPTION,
         chapter.KM_ALT,
@@ -99,7 +105,11 @@ table(
 # ## The anchors
 
 # %%
-table(chapter.anchor_table(records), index="variant", caption="Final validation loss (nats)")
+table(
+    chapter.anchor_table(records),
+    index="variant",
+    caption="Final validation loss (nats)",
+)
 
 # %% [markdown]
 # ## Runs not recorded yet

@@ -22,6 +22,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
+
 from .execute import all_notebooks, execute_notebook
 from .files import atomic_write
 from .frames import load_records
@@ -31,6 +33,7 @@ from .profiles import BOOK_PROFILE
 from .records import BadRecordsError, quarantine
 from .sections import CENTRAL_VARIANTS, PAPER_SEEDS, PLANS, controlled, missing, plan, required
 from .sphinxext import MARKER
+from .tables import plural
 
 
 class _Text(str):
@@ -165,6 +168,27 @@ def recorded_seeds(results: Path, profile: str) -> list[int]:
     return chosen
 
 
+def shortfall(results: Path, profile: str) -> str:
+    """Why :func:`recorded_seeds` found no seed, in one line: no complete central sweep, or the
+    first such seed's first section that lacks a record it needs, with the command that makes it."""
+    frame = load_records(results / profile) if (results / profile).is_dir() else pd.DataFrame()
+    central = controlled(frame) if len(frame) else frame
+    complete = (central[central.variant.isin(CENTRAL_VARIANTS)].groupby("seed")["variant"].nunique()
+                if len(central) else pd.Series(dtype=int))
+    ready = [int(s) for s in complete.index if complete[s] == len(CENTRAL_VARIANTS)]
+    if not ready:
+        return (f"no complete central sweep under {results / profile}: run "
+                f"`python -m residual_lib sweep --all --profile {profile}` first")
+    seed = next((s for s in PAPER_SEEDS if s in ready), ready[0])
+    for name in PLANS:
+        needed = required(name, missing(plan(name, profile, [seed]), results), profile)
+        if needed:
+            return (f"seed {seed} lacks {len(needed)} {plural('record', len(needed))} that section {name} needs under "
+                    f"{results} (first: {needed[0].label()}): run `python -m residual_lib sweep notebooks/{name}.py "
+                    f"--profile {profile} --seeds {seed}` first")
+    return f"no seed under {results / profile} has every record the book needs"
+
+
 def check_records(results: Path, profile: str, skip_bad: bool = False) -> None:
     """Validate every record the book would read before executing anything: a bad file
     stops the build with one line per file (:class:`residual_lib.records.BadRecordsError`),
@@ -190,8 +214,7 @@ def build(profile: str = BOOK_PROFILE, results_dir: str | os.PathLike | None = N
     check_records(results, profile, skip_bad)
     seeds = seeds or recorded_seeds(results, profile)
     if not seeds:
-        raise FileNotFoundError(f"no complete central sweep under {results / profile}: run "
-                                f"`python -m residual_lib sweep --all --profile {profile}` first")
+        raise FileNotFoundError(shortfall(results, profile))
     stage = root / "_build" / "source"
     if stage.exists():
         shutil.rmtree(stage)

@@ -761,3 +761,21 @@ def test_a_strip_plot_is_drawn_the_same_every_time_and_leaves_numpys_generator_a
     np.random.seed(3)
     plots.plt.close(plots.final_losses(frame, floor=3.3))
     assert np.random.random() == expected
+
+
+def test_a_book_without_a_usable_seed_names_the_section_and_the_run_it_lacks(smoke_results, tmp_path):
+    import shutil
+
+    from residual_lib.book import shortfall
+    from residual_lib.records import read_record
+
+    results = tmp_path / "results"
+    shutil.copytree(smoke_results, results)
+    for path in (results / "smoke").glob("attn_only_seed1337_*.json"):
+        if read_record(path)["gain"] == 2.0:  # the first seed's run at gain 2, which chapter 5 needs
+            path.unlink()
+    message = shortfall(results, "smoke")
+    assert message.startswith("seed 1337 lacks 1 record that section 05_confounds needs under")
+    assert message.endswith("run `python -m residual_lib sweep notebooks/05_confounds.py --profile smoke --seeds 1337`"
+                            " first")
+    assert shortfall(tmp_path / "empty", "smoke").startswith("no complete central sweep under")

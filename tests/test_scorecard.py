@@ -563,22 +563,22 @@ def test_the_headline_states_the_asymmetry_over_the_sweeps_seeds_and_every_ffn_o
     text = scorecard.headline(scorecard.build(tmp_path, stand_in="cpu"), records, stand_in="cpu")
     # the means compare the variants over the central sweep's seeds only (3.0 would pull ffn_only to 3.255)
     assert "it holds in every seed: AttnOnly ends at 1.800 nats and FFNOnly at 3.340, against a floor of 3.347" in text
-    assert "(means over the three seeds of the central sweep)" in text
+    assert "(means over the central sweep's three seeds)" in text
     # every ffn_only seed counts here, at the escape line and at the input-blind line
-    assert ("The paper says FFNOnly collapses in every seed and tested environment. That holds in no setting here: not "
-            "without dropout, where it ends more than 0.05 nats below the floor in 1 of 4 seeds and more than 0.0102, the"
-            " most a model that ignores its input can reach, in 1.") in text
-    assert "pull its mean below its median" not in text  # no sweep seed left the floor
-    assert text.endswith("No `paper-10m` or `paper-124m` run is recorded yet, so the paper's absolute numbers are not"
-                         " checked.")
+    assert ("FFNOnly collapses in every seed, as the paper says, in no setting here: not without dropout: 1 of 4 seeds"
+            " end more than 0.05 nats below the floor (1 beyond the 0.0102 a model that ignores its input can"
+            " reach).") in text
+    assert "pull its mean down" not in text and "pulls its mean down" not in text  # no sweep seed left the floor
+    assert text.endswith("No paper-10m or paper-124m run is recorded yet.")
     central(tmp_path, "cpu-dropout", attn=1.9, ffn=3.34)  # with dropout every seed stays at the floor
     text = scorecard.headline(scorecard.build(tmp_path, stand_in="cpu"), load_records(tmp_path), stand_in="cpu")
-    assert ("That holds with dropout 0.2 (nanoGPT's recipe, which `paper-10m` assumes), where all 3 seeds stay at the"
-            " floor, but not without dropout, where") in text
-    assert "At the 0.05 line the two settings do not differ clearly (Fisher's exact p = 1.00)." in text
+    assert ("FFNOnly collapses in every seed, as the paper says, with dropout 0.2 (nanoGPT's recipe, assumed by"
+            " paper-10m): 3 of 3, but not without dropout: 1 of 4 seeds end") in text
+    assert "; at 0.05 the two settings do not differ clearly (Fisher's p = 1.00)." in text
     fake_record(tmp_path, "cpu", "ffn_only", 2, 3.1)  # a sweep seed escapes: the mean is pulled down
     text = scorecard.headline(scorecard.build(tmp_path, stand_in="cpu"), load_records(tmp_path), stand_in="cpu")
-    assert "(means over the three seeds of the central sweep; one of FFNOnly's seeds left the floor and pulls its mean below its median, 3.337)" in text
+    assert "(means over the central sweep's three seeds; FFNOnly's median is 3.337, one escaped seed pulls its mean" \
+           " down)" in text
     fake_record(tmp_path, "cpu", "attn_only", 1, 3.34)  # seed 1 collapses too: the asymmetry holds in part
     text = scorecard.headline(scorecard.build(tmp_path, stand_in="cpu"), load_records(tmp_path), stand_in="cpu")
     assert "it holds in some seeds only" in text

@@ -168,7 +168,7 @@ def test_a_notebook_asks_for_its_records_with_the_names_its_section_takes(monkey
     notebook.notebook_records("05_confounds", namespace)
     assert asked == {"section": "05_confounds", "profile": "smoke", "seeds": [1], "variants": ["full"],
                      "results_dir": "r", "train_missing": False, "device": "cpu", "gains": [1.0, 2.0],
-                     "gain_variant": "full"}  # not tolerance, which the plan does not take
+                     "gain_variant": "full", "gain_seeds": 3}  # not tolerance, which the plan does not take
     asked.clear()
     notebook.notebook_records("06_central", namespace, skip_missing=True)
     assert "gains" not in asked and asked["skip_missing"] is True
@@ -218,8 +218,9 @@ def test_every_section_parameter_is_read_in_its_common_spellings(monkeypatch):
                               gains="0.5, 2", gain_variant="ffn_only", train_missing="false", device="cpu",
                               results_dir=Path("r"))
     assert asked == {"profile": "cpu", "seeds": list(sections.PAPER_SEEDS), "variants": ["full", "attn_only"],
-                     "gains": [0.5, 2.0], "gain_variant": "ffn_only", "train_missing": False, "device": "cpu",
-                     "results_dir": "r"}
+                     "gains": [0.5, 2.0], "gain_variant": "ffn_only", "gain_seeds": 3, "train_missing": False,
+                     "device": "cpu", "results_dir": "r"}
+    assert _asked(monkeypatch, "05_confounds", gain_seeds="2")[0]["gain_seeds"] == 2
     assert namespace["gains"] == [0.5, 2.0] and namespace["train_missing"] is False
     assert _asked(monkeypatch, "05_confounds", gains=2)[0]["gains"] == [2.0]
     assert _asked(monkeypatch, "05_confounds", gains="[1, 4.0]")[0]["gains"] == [1.0, 4.0]

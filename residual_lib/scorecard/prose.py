@@ -61,9 +61,7 @@ def headline(table: pd.DataFrame, records: pd.DataFrame, stand_in: str = BOOK_PR
     sizes = central[central.variant == "full"]["n_params"]
     text = ("The paper's central claim is an asymmetry: without its attention residual (FFNOnly) a Pre-LN "
             "transformer collapses to the floor its no-residual model sits on, while without its feed-forward "
-            "residual (AttnOnly) it still learns. (That floor, this book finds, is the loss of predicting the "
-            "training text's character frequencies whatever the input: the unigram cross-entropy of the tokens "
-            "evaluated.)")
+            "residual (AttnOnly) it still learns.")
     verdict = rows.verdict.get(("asymmetry_10m", stand_in))
     if verdict and verdict != "not run at this scale" and {"attn_only", "ffn_only"} <= set(means.index):
         size = f"a {sizes.max() / 1e6:.2g}M-parameter stand-in" if len(sizes) else "a small stand-in"
@@ -73,11 +71,12 @@ def headline(table: pd.DataFrame, records: pd.DataFrame, stand_in: str = BOOK_PR
         ffn = central[central.seed.isin(seeds) & (central.variant == "ffn_only")]
         off = int((ffn.eval_floor - ffn.final_val_loss > limits.FLOOR_TOL).sum())
         median = ffn.final_val_loss.median()
-        pulled = (f"; {_word(off)} of FFNOnly's seeds left the floor and {'pulls' if off == 1 else 'pull'} its mean "
-                  f"below its median, {median:.3f}" if off and means["ffn_only"] < median - 0.0005 else "")
-        text += (f" On {size} trained on two CPU cores it {held}: AttnOnly ends at {means['attn_only']:.3f} nats "
-                 f"and FFNOnly at {means['ffn_only']:.3f}, against a floor of {floor:.3f} (means over the "
-                 f"{_word(len(seeds))} seed{'' if len(seeds) == 1 else 's'} of the central sweep{pulled}).")
+        pulled = (f"; FFNOnly's median is {median:.3f}, {_word(off)} escaped seed{'' if off == 1 else 's'} "
+                  f"{'pulls' if off == 1 else 'pull'} its mean down" if off and means["ffn_only"] < median - 0.0005
+                  else "")
+        text += (f" On {size} it {held}: AttnOnly ends at {means['attn_only']:.3f} nats "
+                 f"and FFNOnly at {means['ffn_only']:.3f}, against a floor of {floor:.3f} (means over the central "
+                 f"sweep's {_word(len(seeds))} seed{'' if len(seeds) == 1 else 's'}{pulled}).")
     collapse, counts = [], []
     for profile in stand_ins(stand_in):
         row = rows.loc[("ffn_collapse_10m", profile)] if ("ffn_collapse_10m", profile) in rows.index else None
@@ -88,7 +87,7 @@ def headline(table: pd.DataFrame, records: pd.DataFrame, stand_in: str = BOOK_PR
         below = ffn.eval_floor - ffn.final_val_loss
         blind = profile_input_blind_line(profile)
         setting = ("without dropout" if profile == stand_in
-                   else f"with dropout {get_profile(profile).dropout:g} (nanoGPT's recipe, which `paper-10m` assumes)")
+                   else f"with dropout {get_profile(profile).dropout:g} (nanoGPT's recipe, assumed by paper-10m)")
         k = int((below > limits.FLOOR_TOL).sum())
         collapse.append((setting, k, int((below > blind).sum()), len(ffn), blind))
         counts.append((k, len(ffn)))
@@ -99,22 +98,20 @@ def headline(table: pd.DataFrame, records: pd.DataFrame, stand_in: str = BOOK_PR
             text += (" FFNOnly stays at the floor in every seed ("
                      + " and ".join(f"{n} seeds {setting}" for setting, n in held) + ").")
         else:
-            text += " The paper says FFNOnly collapses in every seed and tested environment. That holds "
-            text += (" and ".join(f"{setting}, where all {n} seeds stay at the floor" for setting, n in held) + ", but not "
+            text += " FFNOnly collapses in every seed, as the paper says, "
+            text += (" and ".join(f"{setting}: {n} of {n}" for setting, n in held) + ", but not "
                      if held else "in no setting here: not ")
             text += "; nor ".join(
-                f"{setting}, where it ends more than {limits.FLOOR_TOL:g} nats below the floor in {k} of {n} seeds "
-                f"and more than {blind:.4f}, the most a model that ignores its input can reach, in {kb}"
-                for setting, k, kb, n, blind in broken) + "."
+                f"{setting}: {k} of {n} seeds end more than {limits.FLOOR_TOL:g} nats below the floor ({kb} beyond the "
+                f"{blind:.4f} a model that ignores its input can reach)" for setting, k, kb, n, blind in broken)
             if len(counts) == 2:  # whether the settings differ, at the line fixed before the data
                 (k1, n1), (k2, n2) = counts
                 p = stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]]).pvalue
-                text += (f" At the {limits.FLOOR_TOL:g} line the two settings do not differ clearly (Fisher's exact "
-                         f"p = {p:.2f})." if p >= 0.05 else
-                         f" At the {limits.FLOOR_TOL:g} line the two settings differ (Fisher's exact p = {p:.3f}).")
+                text += (f"; at {limits.FLOOR_TOL:g} the two settings do not differ clearly (Fisher's p = {p:.2f})"
+                         if p >= 0.05 else f"; at {limits.FLOOR_TOL:g} the two settings differ (Fisher's p = {p:.3f})")
+            text += "."
     missing = [p for p in PAPER_SCALE if not (records.profile == p).any()]
     if missing:
-        text += (" No `paper-10m` or `paper-124m` run is recorded yet, so the paper's absolute numbers are not "
-                 "checked." if len(missing) == 2 else
-                 f" No `{missing[0]}` run is recorded yet, so the paper's absolute numbers at that scale are not checked.")
+        text += (" No paper-10m or paper-124m run is recorded yet." if len(missing) == 2 else
+                 f" No {missing[0]} run is recorded yet.")
     return text

@@ -86,6 +86,7 @@ class Profile(Architecture):
     eval_noise_repeats: int = 8  # random-batch re-evaluations of the final model (see train.py)
 
     def __post_init__(self):
+        self._canonical_types()
         for name in ("max_iters", "batch_size", "block_size", "n_layer", "n_head", "n_embd", "grad_accum",
                      "eval_iters", "eval_interval", "log_interval"):
             if getattr(self, name) <= 0:
@@ -104,6 +105,22 @@ class Profile(Architecture):
             raise ProfileError(f"unknown cpu_dropout {self.cpu_dropout!r}: choose one of {', '.join(CPU_DROPOUT)}")
         if self.n_embd % self.n_head:
             raise ProfileError(f"n_embd {self.n_embd} is not divisible by n_head {self.n_head}: change one of them")
+
+    def _canonical_types(self) -> None:
+        """Each field in the type it is declared with, so that equal settings give one key: an
+        int given for a float field becomes a float (dropout 0 is 0.0), and a whole float given
+        for an int field an int; a fractional value for an int field is refused."""
+        for f in fields(self):
+            value, kind = getattr(self, f.name), str(f.type)
+            if isinstance(value, bool) or value is None:
+                continue
+            if kind.startswith("float") and isinstance(value, int):
+                object.__setattr__(self, f.name, float(value))
+            elif kind.startswith("int") and isinstance(value, float):
+                if not value.is_integer():
+                    flag = "--" + f.name.replace("_", "-")
+                    raise ProfileError(f"{f.name} must be a whole number, got {value}: pass e.g. {flag} {int(value)}")
+                object.__setattr__(self, f.name, int(value))
 
     @property
     def decay_iters(self) -> int:

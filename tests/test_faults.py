@@ -538,3 +538,16 @@ def test_ctrl_c_during_a_notebook_prints_one_line(tmp_path):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and err.strip().splitlines() == ["interrupted"], err
     assert (tmp_path / "out" / "slow.interrupted.ipynb").is_file()
+
+
+def test_equal_settings_in_other_number_types_give_the_profiles_own_key():
+    from residual_lib import Run
+    from residual_lib.profiles import ProfileError, get_profile
+
+    own = Run("smoke", "full", 1337).key
+    assert Run(get_profile("smoke", dropout=0), "full", 1337).key == own  # 0, not 0.0
+    assert Run(get_profile("smoke", max_iters=150.0), "full", 1337).key == own
+    assert get_profile("smoke", dropout=0).to_dict()["dropout"] == 0.0
+    assert Run(get_profile("smoke", dropout=0.1), "full", 1337).key != own
+    with pytest.raises(ProfileError, match=r"max_iters must be a whole number, got 150.5: pass e.g. --max-iters 150"):
+        get_profile("smoke", max_iters=150.5)

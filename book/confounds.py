@@ -29,10 +29,7 @@ gain_seeds = None
 # %% tags=["hide-input"]
 from IPython.display import Markdown
 
-from residual_lib import analysis, paper, plots, scorecard
-from residual_lib.gains import (
-    early_agreement, gain_spread, gain_timing, gain_val_curves
-)
+from residual_lib import analysis, plots, scorecard
 from residual_lib.book import glue
 from residual_lib.chapters import confounds
 from residual_lib.notebook import notebook_records
@@ -53,21 +50,22 @@ gain_runs, early_runs, central = analysis.confound_runs(
 # with the same seed and data order, and judge by where they end, not where they start.
 
 # %% tags=["hide-input"]
-agree = scorecard.limits.EARLY_AGREE  # how closely a timing run must retrace its run
-val = gain_val_curves(gain_runs, early_runs, agree)
-timing = gain_timing(gain_runs, early_runs, scorecard.GAIN_TOL, agree)
-paper_steps = int(paper.value("gain_confound", "attn_only", "steps_to_equivalence"))
-within = analysis.scaled_step(paper_steps, int(gain_runs.steps.iloc[0]))
+study = confounds.timing_study(gain_runs, early_runs)
 plots.show(
-    plots.gain_timing(gain_spread(val), scorecard.GAIN_TOL, within,
-                      until=int(early_runs.steps.max()) if len(early_runs) else None),
+    plots.gain_timing(
+        study["spread"], scorecard.GAIN_TOL, study["within"], until=study["until"]
+    ),
     "fig-confound-gain",
-    confounds.timing_caption(gain_variant, within),
+    confounds.timing_caption(gain_variant, study["within"]),
     confounds.TIMING_ALT,
 )
 
 # %% tags=["hide-input"]
-Markdown(confounds.timing_finding(timing, within, paper_steps=paper_steps))
+Markdown(
+    confounds.timing_finding(
+        study["timing"], study["within"], paper_steps=study["paper_steps"]
+    )
+)
 
 # %% tags=["hide-input"]
 table(confounds.gain_table(gain_runs), index="gain g")

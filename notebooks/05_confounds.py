@@ -35,10 +35,7 @@ gain_seeds = None
 # %%
 from IPython.display import Markdown
 
-from residual_lib import analysis, paper, plots, scorecard
-from residual_lib.gains import (
-    early_agreement, gain_spread, gain_timing, gain_val_curves
-)
+from residual_lib import analysis, plots, scorecard
 from residual_lib.book import glue
 from residual_lib.chapters import confounds
 from residual_lib.batches import FIXED_VAL_SEED
@@ -73,24 +70,22 @@ table(confounds.gain_table(gain_runs), index="gain g")
 # more often:
 
 # %%
-agree = scorecard.limits.EARLY_AGREE  # how closely a timing run must retrace its run
-val = gain_val_curves(gain_runs, early_runs, agree)
-timing = gain_timing(gain_runs, early_runs, scorecard.GAIN_TOL, agree)
-paper_steps = int(paper.value("gain_confound", "attn_only", "steps_to_equivalence"))
-within = analysis.scaled_step(paper_steps, int(gain_runs.steps.iloc[0]))
-agreement = early_agreement(gain_runs, early_runs)
+study = confounds.timing_study(gain_runs, early_runs)
 Markdown(
-    confounds.timing_method(gain_runs, early_runs, agreement)
+    confounds.timing_method(gain_runs, early_runs, study["agreement"])
     + " "
-    + confounds.timing_finding(timing, within, paper_steps=paper_steps)
+    + confounds.timing_finding(
+        study["timing"], study["within"], paper_steps=study["paper_steps"]
+    )
 )
 
 # %%
 plots.show(
-    plots.gain_timing(gain_spread(val), scorecard.GAIN_TOL, within,
-                      until=int(early_runs.steps.max()) if len(early_runs) else None),
+    plots.gain_timing(
+        study["spread"], scorecard.GAIN_TOL, study["within"], until=study["until"]
+    ),
     "fig-gain-timing",
-    confounds.timing_caption(gain_variant, within),
+    confounds.timing_caption(gain_variant, study["within"]),
     confounds.TIMING_ALT,
 )
 

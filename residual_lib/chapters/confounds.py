@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .. import analysis, gains, scorecard
+from .. import analysis, gains, paper, scorecard
 from ..profiles import get_profile
 from ..tables import scientific
 
@@ -18,6 +18,21 @@ def gain_table(gain_runs: pd.DataFrame) -> pd.DataFrame:
     wide.loc["spread (max − min)"] = (wide.max() - wide.min()).where(wide.count() >= 2)  # none from one gain
     wide.columns = [f"seed {s}" for s in wide.columns]
     return wide
+
+
+def timing_study(gain_runs: pd.DataFrame, early_runs: pd.DataFrame) -> dict:
+    """What chapter 5 and the confounds page show of the gain timing, computed once
+    (:mod:`residual_lib.gains`): ``timing`` per seed, the ``spread`` across gains at each step,
+    the timing runs' ``agreement`` with their gain runs, the paper's step count ``paper_steps``,
+    the same share of these runs ``within``, and ``until``, the timing runs' last step (None
+    without them)."""
+    agree = scorecard.limits.EARLY_AGREE  # how closely a timing run must retrace its gain run
+    paper_steps = int(paper.value("gain_confound", "attn_only", "steps_to_equivalence"))
+    return {"timing": gains.gain_timing(gain_runs, early_runs, scorecard.GAIN_TOL, agree),
+            "spread": gains.gain_spread(gains.gain_val_curves(gain_runs, early_runs, agree)),
+            "agreement": gains.early_agreement(gain_runs, early_runs), "paper_steps": paper_steps,
+            "within": analysis.scaled_step(paper_steps, int(gain_runs.steps.iloc[0])),
+            "until": int(early_runs.steps.max()) if len(early_runs) else None}
 
 
 def timing_method(whole: pd.DataFrame, early: pd.DataFrame, agreement: pd.DataFrame | None = None) -> str:

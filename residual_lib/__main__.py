@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -206,7 +207,8 @@ def _summary(args) -> int:
     # seed-to-seed spread, so by default only the controlled runs are summarised
     frame = every if args.all_conditions else controlled(every)
     by = ["profile", "variant"] + (["eval_mode", "gain", "deterministic"] if args.all_conditions else [])
-    sizes = frame.groupby(by)[["unigram_floor", "n_params"]].first().reset_index()
+    # the floor every page and verdict reads: the unigram loss on the run's own evaluation batches
+    sizes = frame.groupby(by)[["eval_floor", "n_params"]].first().reset_index()
     frame = frame.assign(kernels=kernel_labels(frame))
     kernels = frame.groupby(by)["kernels"].agg(lambda k: " + ".join(sorted(set(k)))).reset_index()
     table = summarize(frame, by=by).merge(sizes, on=by).merge(kernels, on=by)
@@ -355,6 +357,10 @@ def main(argv: list[str] | None = None) -> int:
     except (RunError, ProfileError, DataError, RecordError, NotWritableError) as exc:
         print(f"python -m residual_lib: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `summary | head` closed the pipe: the reader has what it wanted
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush does not fail again
+        return 141
     except KeyboardInterrupt:
         logging.getLogger("asyncio").setLevel(logging.CRITICAL)  # a notebook's abandoned tasks: not news
         print("python -m residual_lib: interrupted; finished records are kept, rerun to continue", file=sys.stderr)

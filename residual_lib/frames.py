@@ -22,8 +22,9 @@ from pathlib import Path
 import pandas as pd
 
 from .data import DataError, eval_bigram, eval_floor, eval_input_blind, load_corpus
-from .profiles import ProfileError, get_profile
+from .profiles import PROFILES, ProfileError, get_profile
 from .records import BadRecordsError, RecordError, validate_record
+from .tables import plural
 
 #: Scalar fields copied into :func:`load_records`' frame, in this order; then ``block_size``
 #: (from the configuration), ``device`` and ``device_name`` (from the provenance), and
@@ -37,10 +38,14 @@ DERIVED = ("block_size", "device", "device_name", "cpu_capability", "precision",
            "on_recipe", "off_recipe")
 
 
-def _record_files(path) -> list[Path]:
-    """Record files under ``path`` (a file, a folder searched recursively, or a list of either)."""
+def _record_files(path, quiet: bool = False) -> list[Path]:
+    """Record files under ``path``: a file, a list of files or folders, a profile's folder
+    (``<results>/<profile>/``, its own files only) or a results folder (each profile folder's
+    own files). A record filed deeper, such as a copy of a profile's folder at
+    ``results/rerun/cpu/``, is not a run of that results folder: it is left out, and unless
+    ``quiet`` the folders left out are named in one line on stderr."""
     if isinstance(path, (list, tuple)):
-        return [file for p in path for file in _record_files(p)]
+        return [file for p in path for file in _record_files(p, quiet)]
     path = Path(path)
     if path.is_file():
         return [path]
@@ -48,8 +53,23 @@ def _record_files(path) -> list[Path]:
         return []
     # not records: executed notebooks, job logs, verification certificates (residual_lib.verify)
     skip = {"notebooks", "submitit", "verified"}
-    return sorted(p for p in path.rglob("*.json") if not p.name.startswith(".")
-                  and not skip.intersection(p.relative_to(path).parts[:-1]))
+    files = sorted(p for p in path.rglob("*.json") if not p.name.startswith(".")
+                   and not skip.intersection(p.relative_to(path).parts[:-1]))
+    deepest = 1 if path.name in PROFILES else 2
+    stray = [p for p in files if len(p.relative_to(path).parts) > deepest]
+    if stray and not quiet:
+        counts = by_folder(stray)
+        print(f"residual_lib: left out {len(stray)} {plural('record file', len(stray))} filed outside "
+              f"<results>/<profile>/ (they are not runs of {path}): {counts}", file=sys.stderr)
+    return [p for p in files if len(p.relative_to(path).parts) <= deepest]
+
+
+def by_folder(files: list[Path]) -> str:
+    """``results/rerun/cpu/ (20 files), results/x/ (1 file)``: files named by their folders, in one line."""
+    counts: dict[str, int] = {}
+    for file in files:
+        counts[str(Path(file).parent)] = counts.get(str(Path(file).parent), 0) + 1
+    return ", ".join(f"{folder}/ ({n} {plural('file', n)})" for folder, n in sorted(counts.items()))
 
 
 def _valid_records(path: str | os.PathLike, skip_bad: bool, quiet: bool = False) -> list[tuple[Path, dict]]:
@@ -57,7 +77,7 @@ def _valid_records(path: str | os.PathLike, skip_bad: bool, quiet: bool = False)
     bad files raise together
     (:class:`BadRecordsError`) or, with ``skip_bad``, are reported and left out."""
     good, bad = [], []
-    for file in _record_files(path):
+    for file in _record_files(path, quiet):
         try:
             good.append((file, validate_record(file)))
         except RecordError as exc:
@@ -126,10 +146,10 @@ def once_per_key(pairs: list[tuple[Path, dict]], quiet: bool = False) -> list[tu
     kept: dict[str, Path] = {}
     for file, rec in sorted(pairs, key=lambda pair: (len(Path(pair[0]).parts), str(pair[0]))):
         kept.setdefault(rec["key"], file)
-    dropped = [str(file) for file, rec in pairs if kept[rec["key"]] != file]
+    dropped = [Path(file) for file, rec in pairs if kept[rec["key"]] != file]
     if dropped and not quiet:
-        print(f"residual_lib: {len(dropped)} record file{'s' if len(dropped) > 1 else ''} with the key of another "
-              f"left out (one run counts once): {', '.join(sorted(dropped))}", file=sys.stderr)
+        print(f"residual_lib: left out {len(dropped)} {plural('record file', len(dropped))} with the key of "
+              f"another (one run counts once): {by_folder(dropped)}", file=sys.stderr)
     return [(file, rec) for file, rec in pairs if kept[rec["key"]] == file]
 
 

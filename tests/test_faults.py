@@ -551,3 +551,38 @@ def test_equal_settings_in_other_number_types_give_the_profiles_own_key():
     assert Run(get_profile("smoke", dropout=0.1), "full", 1337).key != own
     with pytest.raises(ProfileError, match=r"max_iters must be a whole number, got 150.5: pass e.g. --max-iters 150"):
         get_profile("smoke", max_iters=150.5)
+
+
+def test_a_copy_of_a_results_folder_inside_results_is_left_out_and_named(good, tmp_path):
+    path = _copy(good, tmp_path)
+    results = path.parents[1]
+    for copy in (results / "rerun" / "smoke", results / "smoke" / "again"):
+        copy.mkdir(parents=True)
+        shutil.copy(path, copy / path.name)
+    for where in (results, results / "smoke"):
+        frame = load_records(where)
+        assert list(frame["path"]) == [str(path)]  # one run, read from where the trainer files it
+    done = cli("summary", "--profile", "smoke", "--results", str(results))
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"^\s*smoke\s+full\s.*\s1\s", done.stdout, re.M)  # counted once
+    line = [l for l in done.stderr.splitlines() if "left out 2 record files" in l]
+    assert len(line) == 1 and "rerun/smoke/ (1 file)" in line[0] and "smoke/again/ (1 file)" in line[0]
+
+
+def test_summary_prints_the_floor_the_verdicts_use_and_stops_quietly_at_a_closed_pipe(good, tmp_path):
+    results = _copy(good, tmp_path).parents[1]
+    done = cli("summary", "--profile", "smoke", "--results", str(results))
+    header = done.stdout.splitlines()[0].split()
+    assert "eval_floor" in header and "unigram_floor" not in header
+    floor = float(done.stdout.splitlines()[1].split()[header.index("eval_floor")])
+    assert floor == pytest.approx(read_record(good)["eval_floor"], abs=5e-5)
+    # a reader that closes the pipe at once (`summary | head -0`)
+    script = ("import sys, residual_lib.__main__ as m\n"
+              "class Closed:\n"
+              "    def write(self, text): raise BrokenPipeError(32, 'Broken pipe')\n"
+              "    def flush(self): pass\n"
+              "    def fileno(self): return sys.__stdout__.fileno()\n"
+              f"sys.stdout = Closed()\nsys.exit(m.main(['summary', '--results', {str(results)!r}]))\n")
+    closed = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+    assert closed.returncode == 141 and "Traceback" not in closed.stderr, closed.stderr

@@ -15,7 +15,8 @@ Where files come from. TinyShakespeare (1,115,394 characters) ships with the pac
 (``residual_lib/corpora/tinyshakespeare.txt``, checked against :data:`SHAKESPEARE_SHA256`
 when loaded), so nothing needs a network or a setting. A data directory given as an
 argument or by the ``RESIDUAL_DATA_DIR`` environment variable takes precedence (expected
-layout: ``tinyshakespeare/input.txt``, optionally ``tiktoken/`` as a tiktoken cache); if
+layout: ``tinyshakespeare/input.txt``, checked against the same sha256, optionally
+``tiktoken/`` as a tiktoken cache); if
 the packaged file is missing (a trimmed install), the text is downloaded into the cache
 directory (``RESIDUAL_CACHE_DIR``, default ``~/.cache/residual_lib``) and verified. GPT-2's
 BPE comes from tiktoken, which reads its cache (``TIKTOKEN_CACHE_DIR``, or the data
@@ -47,6 +48,9 @@ SHAKESPEARE_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/da
 SHAKESPEARE_SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
 OPENWEBTEXT_SOURCE = "Skylion007/openwebtext"
 CORPORA = ("shakespeare_char", "shakespeare_gpt2", "openwebtext")
+#: The sha256 a corpus's records must name where it is fixed in advance (OpenWebText's token
+#: files depend on the documents taken, so its records name theirs without a reference).
+CORPUS_SHA256 = {"shakespeare_char": SHAKESPEARE_SHA256, "shakespeare_gpt2": SHAKESPEARE_SHA256}
 
 
 class DataError(RuntimeError):
@@ -87,6 +91,12 @@ def shakespeare_path(directory: str | os.PathLike | None = None) -> Path:
                 f"TinyShakespeare not found at {path}: point RESIDUAL_DATA_DIR (or --data-dir) "
                 "at a folder holding tinyshakespeare/input.txt, or unset it to use the packaged copy"
             )
+        stat = path.stat()
+        if not _verified(path, stat.st_size, stat.st_mtime):
+            # a run's key names its corpus; another text under that name would train (and be
+            # averaged into the profile) as if it were TinyShakespeare
+            raise DataError(f"{path} is not TinyShakespeare (its sha256 is not {SHAKESPEARE_SHA256[:12]}…): point "
+                            "RESIDUAL_DATA_DIR (or --data-dir) at an unchanged copy, or unset it to use the packaged one")
         return path
     packaged = PACKAGED_SHAKESPEARE
     if packaged.is_file():
@@ -146,6 +156,9 @@ class Corpus:
     #: in training), 1 for BPE corpora, whose validation text holds tokens that training
     #: never shows (without smoothing their floor would be infinite).
     floor_smoothing: float = 0.0
+    #: sha256 of what the tokens were made from (TinyShakespeare's text; OpenWebText's token
+    #: files): a record stores it, so a run names the corpus it trained on, not only its name.
+    sha256: str | None = None
 
     @property
     def sizes(self) -> dict[str, int]:
@@ -162,7 +175,8 @@ def _char_corpus(directory) -> Corpus:
     table[[ord(c) for c in chars]] = np.arange(len(chars))
     tokens = table[np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)]
     n = int(0.9 * len(tokens))
-    return Corpus("shakespeare_char", tokens[:n], tokens[n:], len(chars), lambda ids: "".join(chars[i] for i in ids))
+    return Corpus("shakespeare_char", tokens[:n], tokens[n:], len(chars), lambda ids: "".join(chars[i] for i in ids),
+                  sha256=SHAKESPEARE_SHA256)
 
 
 def _gpt2_shakespeare(directory) -> Corpus:
@@ -171,7 +185,7 @@ def _gpt2_shakespeare(directory) -> Corpus:
     n = int(0.9 * len(text))
     train = np.array(enc.encode_ordinary(text[:n]), dtype=np.uint16)
     val = np.array(enc.encode_ordinary(text[n:]), dtype=np.uint16)
-    return Corpus("shakespeare_gpt2", train, val, enc.n_vocab, enc.decode, floor_smoothing=1.0)
+    return Corpus("shakespeare_gpt2", train, val, enc.n_vocab, enc.decode, floor_smoothing=1.0, sha256=SHAKESPEARE_SHA256)
 
 
 def _openwebtext(directory) -> Corpus:
@@ -182,7 +196,20 @@ def _openwebtext(directory) -> Corpus:
     enc = gpt2_encoding(directory)
     train = np.memmap(root / "train.bin", dtype=np.uint16, mode="r")
     val = np.memmap(root / "val.bin", dtype=np.uint16, mode="r")
-    return Corpus("openwebtext", train, val, enc.n_vocab, enc.decode, floor_smoothing=1.0)
+    return Corpus("openwebtext", train, val, enc.n_vocab, enc.decode, floor_smoothing=1.0,
+                  sha256=_files_sha256(tuple((p, p.stat().st_size, p.stat().st_mtime)
+                                             for p in (root / "train.bin", root / "val.bin"))))
+
+
+@functools.lru_cache(maxsize=4)
+def _files_sha256(files: tuple) -> str:
+    """sha256 over the files' bytes in order (read in chunks; once per process while unchanged)."""
+    digest = hashlib.sha256()
+    for path, _, _ in files:
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 24), b""):
+                digest.update(block)
+    return digest.hexdigest()
 
 
 def load_corpus(name: str, directory: str | os.PathLike | None = None) -> Corpus:

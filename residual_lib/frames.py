@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .data import DataError, eval_bigram, eval_floor, eval_input_blind, load_corpus
+from .data import CORPUS_SHA256, DataError, eval_bigram, eval_floor, eval_input_blind, load_corpus
 from .profiles import PROFILES, ProfileError, get_profile
 from .records import BadRecordsError, RecordError, validate_record
 from .tables import plural
@@ -247,8 +247,14 @@ def recipe_difference(rec: dict) -> str:
         named = get_profile(rec["profile"]).to_dict()
     except ProfileError:
         return f"profile {rec['profile']!r} is not defined here"
-    return "; ".join(f"{k} {stored.get(k)!r} (profile: {named.get(k)!r})"
-                     for k in sorted(set(stored) | set(named)) if stored.get(k) != named.get(k))
+    differences = [f"{k} {stored.get(k)!r} (profile: {named.get(k)!r})"
+                   for k in sorted(set(stored) | set(named)) if stored.get(k) != named.get(k)]
+    # records made before the field existed trained on the packaged, verified text
+    sha = rec["config"].get("corpus_sha256")
+    expected = CORPUS_SHA256.get(rec["config"].get("dataset") or stored.get("dataset"))
+    if sha is not None and expected is not None and sha != expected:
+        differences.append(f"corpus sha256 {sha[:12]}… (profile: {expected[:12]}…)")
+    return "; ".join(differences)
 
 
 def recipe_runs(frame: pd.DataFrame) -> pd.DataFrame:

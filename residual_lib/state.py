@@ -181,7 +181,8 @@ class RunState:
         return make_record(
             self.run,
             diverged_at_step=self.diverged_at,
-            config={"profile": profile.to_dict(), "model": self.config.to_dict(), "dataset": corpus.name},
+            config={"profile": profile.to_dict(), "model": self.config.to_dict(), "dataset": corpus.name,
+                    "corpus_sha256": corpus.sha256},
             final_val_loss=None if diverged else val_losses[-1],
             best_val_loss=None if best is None else val_losses[best],
             best_step=None if best is None else self.val_curve["step"][best],

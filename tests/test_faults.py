@@ -30,9 +30,9 @@ from residual_lib.sweep import train_runs
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def cli(*args: str, cwd: Path = ROOT, **kwargs) -> subprocess.CompletedProcess:
+def cli(*args: str, cwd: Path = ROOT, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "residual_lib", *args], cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=600, **kwargs)
+                          env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, timeout=600, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -586,3 +586,24 @@ def test_summary_prints_the_floor_the_verdicts_use_and_stops_quietly_at_a_closed
     closed = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
     assert closed.returncode == 141 and "Traceback" not in closed.stderr, closed.stderr
+
+
+def test_another_text_under_tinyshakespeares_name_is_refused_and_a_record_of_one_is_not_a_run(good, tmp_path):
+    text = (ROOT / "residual_lib" / "corpora" / "tinyshakespeare.txt").read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    (tmp_path / "data" / "tinyshakespeare").mkdir(parents=True)
+    (tmp_path / "data" / "tinyshakespeare" / "input.txt").write_text("".join(reversed(lines)), encoding="utf-8")
+    done = cli("train", "--profile", "smoke", "--variant", "full", "--seed", "3", "--results", str(tmp_path / "r"),
+               env={"RESIDUAL_DATA_DIR": str(tmp_path / "data")})
+    assert done.returncode == 2 and "is not TinyShakespeare" in done.stderr and "RESIDUAL_DATA_DIR" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "r").exists()
+    # the record names its corpus; one that names another is left out of its profile, and named
+    rec = read_record(good)
+    assert rec["config"]["corpus_sha256"] == "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
+    path = _copy(good, tmp_path)
+    rec["config"]["corpus_sha256"] = "0" * 64
+    path.write_text(json.dumps(seal(rec)))
+    frame = load_records(path.parent)
+    assert not frame.on_recipe.iloc[0] and "corpus sha256 000000000000" in frame.off_recipe.iloc[0]
+    summary = cli("summary", "--profile", "smoke", "--results", str(path.parents[1]))
+    assert "left out, not part of this profile" in summary.stdout and "corpus sha256" in summary.stdout

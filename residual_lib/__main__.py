@@ -85,6 +85,8 @@ def _build_parser() -> argparse.ArgumentParser:
     t.add_argument("--checkpoint-every", type=int, default=None,
                    help="save the run's state every N steps and resume from it if restarted (default: 250 for "
                         "the paper profiles, none otherwise; 0 turns it off)")
+    t.add_argument("--resume-other-code", action="store_true",
+                   help="continue a checkpoint written by other code (default: start over); the record names both")
 
     w = sub.add_parser("sweep", help="train what section notebooks need, then execute them with papermill")
     w.add_argument("notebooks", nargs="*", help="notebooks/NN_section.py files")
@@ -162,7 +164,7 @@ def _train(args) -> int:
     device = resolve_device(args.device)
     path, trained = obtain([spec], _results(args.out), force=args.force, device=device, data_dir=args.data_dir,
                         progress=False if args.quiet else None, compile=args.compile,
-                        checkpoint_every=args.checkpoint_every)[0]
+                        checkpoint_every=args.checkpoint_every, resume_other_code=args.resume_other_code)[0]
 
     rec = read_record(path)
     if rec.get("status") == "diverged":

@@ -8,7 +8,13 @@ are written.
 A checkpoint file is one header line, ``residual_lib checkpoint sha256=<hex>``, followed by
 the ``torch.save`` bytes it hashes. ``torch.load`` does not notice bytes overwritten inside a
 tensor, so the hash is checked first: a checkpoint that fails it (overwritten, truncated, or
-written without a header) is ignored with one line on stderr and the run starts over."""
+written without a header) is ignored with one line on stderr and the run starts over.
+
+A checkpoint also names the code that wrote it: the commit and the digest of the modules that
+decide a run's numbers (:func:`residual_lib.provenance.code_digest`). Other code does not
+continue it (a resumed AdamW, for one, would bring back the old code's settings with its
+state): the run starts over, with one line, unless asked to continue (``train
+--resume-other-code``), and then its record names both (``provenance.resumed_code``)."""
 
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ from pathlib import Path
 import torch
 
 from .files import atomic_write
+from .provenance import code_digest, code_version
 
 #: Steps between checkpoints for the profiles whose runs last longer than ~10 minutes on the
 #: machines they are meant for; shorter runs are cheaper to retrain than to checkpoint.
@@ -51,6 +58,7 @@ def save_checkpoint(path: Path, step: int, states: list, optimizer, params: dict
         "optimizer": optimizer.state_dict(), "runs": [s.checkpoint_state() for s in states],
         "torch_rng": torch.get_rng_state(), "train_seconds": train_seconds, "elapsed": elapsed,
         "cuda_rng": torch.cuda.get_rng_state_all() if states[0].device.startswith("cuda") else None,
+        "code": {"commit": code_version()[0], "digest": code_digest()},
     }
     buffer = io.BytesIO()
     torch.save(payload, buffer)
@@ -71,9 +79,11 @@ def read_checkpoint(path: str | os.PathLike, map_location=None) -> dict:
     return torch.load(io.BytesIO(body), map_location=map_location, weights_only=False)
 
 
-def load_checkpoint(path: Path | None, states: list, optimizer, params: dict) -> tuple[int, float, float]:
-    """Restore ``states``, ``optimizer`` and ``params`` from ``path`` if it holds these runs;
-    returns (the step to continue from, training seconds so far, wall seconds so far)."""
+def load_checkpoint(path: Path | None, states: list, optimizer, params: dict,
+                    other_code: bool = False) -> tuple[int, float, float]:
+    """Restore ``states``, ``optimizer`` and ``params`` from ``path`` if it holds these runs
+    and was written by this code (or ``other_code`` allows any); returns (the step to continue
+    from, training seconds so far, wall seconds so far)."""
     if path is None or not path.is_file():
         return 0, 0.0, 0.0
     try:
@@ -84,6 +94,18 @@ def load_checkpoint(path: Path | None, states: list, optimizer, params: dict) ->
         return 0, 0.0, 0.0
     if payload.get("keys") != [s.key for s in states]:
         return 0, 0.0, 0.0
+    code = payload.get("code") or {"commit": None, "digest": None}  # none: written before checkpoints named it
+    if code["digest"] != code_digest():
+        commit = (code["commit"] or "unnamed")[:12]
+        if not other_code:
+            print(f"residual_lib: checkpoint {path} (step {payload['step']}) was written by other code (commit "
+                  f"{commit}); starting over (train --resume-other-code continues it, and the record names both)",
+                  file=sys.stderr)
+            return 0, 0.0, 0.0
+        print(f"residual_lib: continuing {path} at step {payload['step']}, written by other code (commit {commit}), "
+              "as asked; the record names both", file=sys.stderr)
+        for state in states:
+            state.resumed_code = {**code, "step": payload["step"]}
     with torch.no_grad():
         for name, value in payload["params"].items():
             params[name].copy_(value)

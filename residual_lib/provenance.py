@@ -4,6 +4,7 @@ without host or user names."""
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import platform
 import subprocess
@@ -45,6 +46,23 @@ def code_version() -> tuple[str | None, bool | None]:
     sha = _git("rev-parse", "HEAD")
     status = _git("status", "--porcelain", "--untracked-files=no") if sha else None
     return sha, (bool(status) if sha else None)
+
+
+#: The modules whose code decides a run's numbers: what a run is, its corpus and batches, the
+#: model, the step and the trainers, the kernels. A checkpoint names their digest
+#: (:func:`code_digest`), so a run is never continued by other code without saying so.
+RUN_CODE = ("architecture.py", "batches.py", "checkpoint.py", "data.py", "diagnostics.py", "fused.py", "isa.py",
+            "model.py", "profiles.py", "runs.py", "runtime.py", "state.py", "step.py", "train.py")
+
+
+@functools.lru_cache(maxsize=None)
+def code_digest() -> str:
+    """sha256 over :data:`RUN_CODE`'s files, read once per process (the code that was loaded)."""
+    package = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for name in RUN_CODE:
+        digest.update(name.encode() + b"\0" + (package / name).read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def provenance(device: str, deterministic: bool) -> dict:

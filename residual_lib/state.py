@@ -76,6 +76,7 @@ class RunState:
         self.last_train_loss = None
         self.diverged_at = None  # the step at which a loss was first seen non-finite
         self.resumed_from = None  # the step a checkpoint resumed this run at
+        self.resumed_code = None  # the code that wrote that checkpoint, where it was other code (asked for)
         self.net = self.model  # what training steps call: the model, or its torch.compile'd wrapper
         self.compiled = False
 
@@ -168,6 +169,8 @@ class RunState:
         prov["precision"] = self.precision
         if self.resumed_from is not None:
             prov["resumed_from_step"] = self.resumed_from
+        if self.resumed_code is not None:  # steps before this one were trained by that code
+            prov["resumed_code"] = self.resumed_code
         if self.device.startswith("cuda"):
             torch.cuda.synchronize()
         val_losses = self.val_curve["loss"]

@@ -23,7 +23,7 @@ from .checkpoint import load_checkpoint, save_checkpoint
 from .data import load_corpus
 from .fused import FusedTrainer
 from .progress import Progress
-from .provenance import code_version
+from .provenance import code_digest, code_version
 from .runs import Run, RunError
 from .runtime import cpu_threads, determinism, resolve_device
 from .state import RunState
@@ -89,15 +89,17 @@ def train_group(
     compile: bool = False,
     checkpoint: str | os.PathLike | None = None,
     checkpoint_every: int | None = None,
+    resume_other_code: bool = False,
 ) -> list[dict]:
     """Train ``runs`` -- one alone, several of one :attr:`Run.fuse_key` together
     (:mod:`residual_lib.fused`) -- and return their records, in order (not written; see
     :func:`residual_lib.store.obtain`). ``compile`` trains through ``torch.compile`` (see
     :meth:`RunState.compile`). With ``checkpoint`` (a path) and ``checkpoint_every``
-    (steps), the state is saved there every N steps and resumed from when started again.
+    (steps), the state is saved there every N steps and resumed from when started again, by
+    this code only unless ``resume_other_code`` (see :mod:`residual_lib.checkpoint`).
     A run whose loss turns non-finite stops being evaluated; the group stops when all have."""
     started = time.perf_counter()
-    code_version()  # pin the commit this process's code came from before training starts
+    code_version(), code_digest()  # pin the code this process loaded before training starts
     runs = list(runs)
     if not runs:
         return []
@@ -111,7 +113,8 @@ def train_group(
         states = [RunState(r, corpus, device) for r in runs]
         trainer = make_trainer(states, compile)
         checkpoint = Path(checkpoint) if checkpoint is not None and checkpoint_every else None
-        first, train_seconds, before = load_checkpoint(checkpoint, states, trainer.optimizer, trainer.params)
+        first, train_seconds, before = load_checkpoint(checkpoint, states, trainer.optimizer, trainer.params,
+                                                         resume_other_code)
         started -= before  # wall time includes the interrupted process's
         single = len(states) == 1
         reporter = Progress(profile.max_iters, runs[0].label() if single else f"{len(runs)} fused runs", progress)

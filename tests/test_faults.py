@@ -460,6 +460,28 @@ def test_a_checkpoint_with_overwritten_bytes_starts_the_run_over(tmp_path, monke
     assert not saved[0].exists()
 
 
+def test_a_checkpoint_of_other_code_starts_over_unless_asked_and_then_the_record_names_both(tmp_path, monkeypatch,
+                                                                                           capsys):
+    import residual_lib.checkpoint as checkpoint_module
+
+    whole, saved = _whole_and_killed(tmp_path, monkeypatch, every=50, at=100)
+    payload = read_checkpoint(saved[0])
+    assert payload["code"]["digest"] == checkpoint_module.code_digest()  # the checkpoint names its code
+    killed = tmp_path / "killed"
+    shutil.copytree(killed, tmp_path / "again")
+    monkeypatch.setattr(checkpoint_module, "code_digest", lambda: "f" * 64)  # the code changed since
+    capsys.readouterr()
+    over, trained = obtain([Run("smoke", "attn_only", 8)], killed, progress=False, checkpoint_every=50)[0]
+    lines = [line for line in capsys.readouterr().err.splitlines() if "checkpoint" in line]
+    assert len(lines) == 1 and "other code" in lines[0] and "starting over" in lines[0], lines
+    assert trained and "resumed_from_step" not in read_record(over)["provenance"]
+    asked, trained = obtain([Run("smoke", "attn_only", 8)], tmp_path / "again", progress=False, checkpoint_every=50,
+                            resume_other_code=True)[0]
+    prov = read_record(asked)["provenance"]
+    assert prov["resumed_from_step"] == 100
+    assert prov["resumed_code"] == {**payload["code"], "step": 100} and prov["git_sha"] is not None
+
+
 def test_a_killed_fused_group_resumes_bitwise_identical(tmp_path, monkeypatch):
     import residual_lib.fused as fused_module
     from residual_lib.store import obtain

@@ -13,6 +13,8 @@ in the code since the record's commit changed what that run computes. (A record 
 The answer is a certificate, written atomically to ``<results>/<profile>/verified/<record
 file stem>.json`` (a folder :func:`residual_lib.frames.load_records` does not read):
 ``key``, ``profile``, ``variant``, ``seed``, ``record`` (the record's file name),
+``record_digest`` (the digest of the record it verified: a record changed since leaves its
+certificate stale, and the pages say so),
 ``record_commit`` and ``record_dirty``, ``rerun_commit`` and ``rerun_dirty``,
 ``record_torch_version`` and ``rerun_torch_version``, ``device``, ``record_cpu_capability``
 and ``rerun_cpu_capability`` (the kernels' instruction set: a CPU record is rerun under its
@@ -88,8 +90,15 @@ def _leaves(tree: dict, prefix: str) -> dict:
     return out
 
 
+#: The numbers a record publishes besides its curves and diagnostics, compared where the record
+#: holds them (a record made before a field existed is not compared on it). Times are not
+#: compared: they are facts of the machine's load, not of the run.
+PUBLISHED = ("status", "diverged_at_step", "final_val_loss", "best_val_loss", "best_step", "unigram_floor",
+             "eval_floor", "n_params", "steps", "tokens")
+
+
 def _fields(rec: dict) -> dict:
-    return {"final_val_loss": rec["final_val_loss"], "best_val_loss": rec["best_val_loss"],
+    return {**{name: rec[name] for name in PUBLISHED if name in rec},
             **_leaves(rec["curves"], "curves"),
             **{f"diagnostics.{k}": v for k, v in (rec.get("diagnostics") or {}).items()}}
 
@@ -202,7 +211,7 @@ def verify_record(path: str | os.PathLike, scratch_dir: str | os.PathLike | None
     fields, added, first = compare(recorded, rerun)
     cert = {
         "key": recorded["key"], "profile": recorded["profile"], "variant": recorded["variant"],
-        "seed": recorded["seed"], "record": path.name,
+        "seed": recorded["seed"], "record": path.name, "record_digest": recorded["digest"],
         "record_commit": prov.get("git_sha"), "record_dirty": prov.get("git_dirty"),
         "rerun_commit": rerun["provenance"].get("git_sha"), "rerun_dirty": rerun["provenance"].get("git_dirty"),
         "record_torch_version": prov.get("torch_version"),
@@ -221,7 +230,9 @@ def verify_record(path: str | os.PathLike, scratch_dir: str | os.PathLike | None
 
 def load_certificates(results_dir: str | os.PathLike | None = None, profile: str = BOOK_PROFILE) -> pd.DataFrame:
     """One row per certificate under ``<results_dir>/<profile>/verified/``: its scalar fields,
-    ``n_fields_compared``, ``difference_field`` (None when equal) and ``path``."""
+    ``n_fields_compared``, ``difference_field`` (None when equal), ``stale`` (True when the
+    record it verified has changed or gone since: its digest is no longer ``record_digest``)
+    and ``path``."""
     folder = results_folder(results_dir) / profile / VERIFIED
     rows = []
     for file in sorted(folder.glob("*.json")) if folder.is_dir() else []:
@@ -230,11 +241,17 @@ def load_certificates(results_dir: str | os.PathLike | None = None, profile: str
             row = {k: v for k, v in cert.items() if not isinstance(v, (list, dict))}
             row["n_fields_compared"] = len(cert["fields_compared"])
             row["difference_field"] = (cert["first_difference"] or {}).get("field")
+            record = folder.parent / cert["record"]
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise RecordError(file, f"not a verification certificate ({exc.__class__.__name__})") from None
+        try:
+            current = json.loads(record.read_text(encoding="utf-8")).get("digest")
+        except (OSError, ValueError, AttributeError):
+            current = None
+        row["stale"] = current is None or current != cert.get("record_digest")
         rows.append({**row, "path": str(file)})
     columns = ["key", "profile", "variant", "seed", "record_commit", "rerun_commit", "equal", "final_val_loss",
-               "n_fields_compared", "difference_field", "path"]
+               "n_fields_compared", "difference_field", "record_digest", "stale", "path"]
     return pd.DataFrame(rows) if rows else pd.DataFrame(columns=columns)
 
 
@@ -249,7 +266,8 @@ def certificates_text(certificates: pd.DataFrame, runs: pd.DataFrame) -> str:
                    else f"not equal to its record: the first difference is in {cert.difference_field}")
         said.append(f"FFNOnly seed {cert.seed} (`{cert.profile}`, final loss {cert.final_val_loss:.3f}), recorded "
                     f"at commit {str(cert.record_commit)[:7]} and retrained at commit {str(cert.rerun_commit)[:7]}, "
-                    f"is {outcome}.")
+                    f"was {outcome}." + (" That certificate is stale: the record has changed since it was verified, "
+                                         "so it vouches for nothing now (rerun verify)." if cert.stale else ""))
     missing = runs[~runs.key.isin(set(certificates.key))]
     if len(missing):
         seeds = ", ".join(str(s) for s in sorted(missing.seed))

@@ -115,3 +115,23 @@ def test_a_bad_path_exits_2_with_one_line_and_writes_nothing(tmp_path, make, mes
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0] and "Traceback" not in result.stderr, result.stderr
     assert result.stdout == "" and sorted(tmp_path.rglob("*")) == before
+
+
+def test_a_changed_floor_is_a_difference_and_a_certificate_goes_stale_when_its_record_changes(smoke_record, tmp_path):
+    from residual_lib.verify import certificates_text
+
+    rec = json.loads(smoke_record.read_text())
+    rec["eval_floor"] += 1e-3  # a published number outside the curves, resealed
+    copy = write_record(rec, tmp_path / "copy" / smoke_record.parent.name / smoke_record.name)
+    cert = verify_record(copy, tmp_path / "scratch")
+    assert cert["equal"] is False and cert["first_difference"]["field"] == "eval_floor"
+    assert {"eval_floor", "unigram_floor", "n_params", "tokens", "best_step"} <= set(cert["fields_compared"])
+    assert cert["record_digest"] == read_record(copy)["digest"]
+    results = copy.parents[1]
+    assert not load_certificates(results, "smoke").stale[0]
+    rec["eval_floor"] -= 1e-3  # the record is put right, and its certificate no longer speaks for it
+    write_record(rec, copy)
+    certificates = load_certificates(results, "smoke")
+    assert bool(certificates.stale[0])
+    runs = load_records(results)
+    assert "That certificate is stale" in certificates_text(certificates, runs)

@@ -35,11 +35,13 @@ from residual_lib.book import glue
 from residual_lib.chapters import central
 from residual_lib.batches import FIXED_VAL_SEED
 from residual_lib.notebook import notebook_records
+from residual_lib.sections import central_sweep
 from residual_lib.tables import table
 
 everything = notebook_records("06_central", globals())
-records = everything[everything.profile == profile]  # the dropout twin's runs: below
-records.attrs = everything.attrs
+# the central sweep as every page and the scorecard quote it: every variant over the same seeds
+records = central_sweep(everything[everything.profile == profile])  # the dropout twin's runs: below
+records.attrs = {**everything.attrs, "left_out": records.attrs["left_out"]}
 # the unigram floor of the fixed evaluation batches
 floor = records["eval_floor"].iloc[0]
 glue("fixed_val_seed", Markdown(f"{FIXED_VAL_SEED:,}"))

@@ -22,10 +22,35 @@ def variant_order(frame: pd.DataFrame, column: str = "variant") -> list[str]:
     return [v for v in ORDER if v in present]
 
 
+#: What sets a run apart besides its variant and seed: runs that differ in any of these are
+#: not seeds of one condition, and a table never averages them together.
+CONDITIONS = ("profile", "eval_mode", "gain", "deterministic", "replicate", "init_noise", "steps")
+
+
+def condition_labels(frame: pd.DataFrame) -> pd.Series:
+    """Each run's variant, followed, where ``frame`` holds runs of more than one condition
+    (:data:`CONDITIONS`), by the settings that tell its condition apart: ``ffn_only (gain 2)``."""
+    varying = [c for c in CONDITIONS if c in frame and frame[c].nunique(dropna=False) > 1]
+    if not varying or frame.empty:
+        return frame["variant"].astype(str)
+
+    def label(row) -> str:
+        parts = [f"{c.replace('_', ' ')} {row[c]:g}" if isinstance(row[c], float) else f"{c.replace('_', ' ')} {row[c]}"
+                 for c in varying]
+        return f"{row['variant']} ({', '.join(parts)})"
+
+    return frame.apply(label, axis=1)
+
+
 def variant_summary(frame: pd.DataFrame, value: str = "final_val_loss") -> pd.DataFrame:
-    """Mean, std (ddof=1), min, max and number of seeds of ``value`` per variant."""
-    table = frame.groupby("variant")[value].agg(["mean", "std", "min", "max", "count"])
-    return table.reindex(variant_order(frame)).rename(columns={"count": "seeds"})
+    """Mean, std (ddof=1), min, max and number of seeds of ``value`` per variant; runs of other
+    conditions (:func:`condition_labels`) get rows of their own, after their variant's."""
+    labels = condition_labels(frame)
+    table = frame.groupby(labels)[value].agg(["mean", "std", "min", "max", "count"])
+    order = [v for variant in variant_order(frame) for v in sorted(set(labels[frame.variant == variant]))]
+    table = table.reindex(order).rename(columns={"count": "seeds"})
+    table.index.name = "variant"
+    return table
 
 
 def degradation_ratios(frame: pd.DataFrame, value: str = "final_val_loss") -> pd.Series:

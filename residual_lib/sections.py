@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from .architecture import CENTRAL_VARIANTS
-from .frames import recipe_runs
+from .frames import recipe_runs, usable
 from .paths import results_folder
 from .profiles import DROPOUT_TWIN, GAIN_TIMING, LADDER_SEEDS, get_profile, ladder
 from .records import find_record
@@ -234,6 +234,19 @@ def sweep_seeds(central: pd.DataFrame) -> list[int]:
     variants = set(central.variant) & set(CENTRAL_VARIANTS)
     seeds = central[central.variant.isin(variants)].groupby("seed")["variant"].nunique()
     return sorted(int(s) for s in seeds[seeds == len(variants)].index)
+
+
+def central_sweep(frame: pd.DataFrame) -> pd.DataFrame:
+    """The one selection every page and the scorecard quote the central sweep from: the
+    usable :func:`controlled` runs at :func:`sweep_seeds`, so a mean quoted on one page is the
+    mean quoted on every other. ``attrs["left_out"]`` names the controlled runs left out (a
+    seed some central variant lacks a usable run at), one string each."""
+    central = controlled(usable(frame))
+    seeds = sweep_seeds(central)
+    out = central[central.seed.isin(seeds)]
+    left = central[~central.seed.isin(seeds)]
+    out.attrs = {**frame.attrs, "left_out": [f"{r.profile} {r.variant} seed {r.seed}" for r in left.itertuples()]}
+    return out
 
 
 def random_evaluation(frame: pd.DataFrame) -> pd.DataFrame:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -68,3 +69,34 @@ def test_mixer_shares_from_a_baseline_measure_from_it_and_ignore_ffn_only():
     assert shares["mixing_low"] == pytest.approx(0.5 / (3.0 - 0.9)) and shares["mixing_high"] == pytest.approx(0.5 / (3.0 - 1.1))
     assert shares["gap_boot_low"] == pytest.approx(1.9) and shares["gap_boot_high"] == pytest.approx(2.1)
     assert shares == analysis.mixer_shares(_frame(losses), baseline=3.0) | {"n_ffn_only": 0}
+
+
+def test_one_selection_of_the_central_sweep_for_every_page_when_a_record_is_missing():
+    """Full's seed-42 record missing: chapter 6's table, the scorecard's rules and the intro's
+    headline average FFNOnly over the same seeds, and the page names the runs left out."""
+    from residual_lib.chapters import central
+    from residual_lib.frames import load_records
+    from residual_lib.scorecard.prose import headline
+    from residual_lib.scorecard.rule import ProfileRecords
+    from residual_lib.sections import central_sweep, controlled
+
+    every = load_records(Path(__file__).resolve().parents[1] / "results" / "cpu")
+    frame = every[~((every.variant == "full") & (every.seed == 42))]
+    page = central_sweep(frame)
+    assert 42 not in set(page.seed) and any("ffn_only seed 42" in line for line in page.attrs["left_out"])
+    ffn = central.loss_summary(page, page.eval_floor.iloc[0]).loc["ffn_only", "mean"]
+    assert ffn == ProfileRecords(frame, "cpu").means()["ffn_only"]
+    everywhere = controlled(frame)
+    assert abs(ffn - everywhere[everywhere.variant == "ffn_only"].final_val_loss.mean()) > 1e-3  # it matters
+    table = pd.DataFrame({"claim": ["asymmetry_10m"], "profile": ["cpu"], "verdict": ["reproduced"]})
+    assert f"FFNOnly at {ffn:.3f}" in headline(table, frame)
+
+
+def test_a_table_keeps_runs_of_other_conditions_apart():
+    frame = pd.DataFrame({"variant": ["full", "full", "ffn_only", "ffn_only", "ffn_only"], "seed": [1, 2, 1, 2, 1],
+                          "gain": [1.0, 1.0, 1.0, 1.0, 2.0], "eval_mode": ["fixed"] * 5,
+                          "final_val_loss": [1.0, 1.2, 3.0, 3.1, 2.0]})
+    summary = analysis.variant_summary(frame)
+    assert list(summary.index) == ["full (gain 1)", "ffn_only (gain 1)", "ffn_only (gain 2)"]
+    assert summary.loc["ffn_only (gain 1)", "mean"] == pytest.approx(3.05) and summary.seeds.sum() == 5
+    assert list(analysis.variant_summary(frame[frame.gain == 1]).index) == ["full", "ffn_only"]

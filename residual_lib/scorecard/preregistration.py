@@ -75,6 +75,14 @@ AMENDMENTS: tuple[Amendment, ...] = (
               "gaps named FFNOnly − AttnOnly; wording of the intermediate reproduction's agreement",
               "a second review: spliced curves were not checked, an incomplete seed could be judged, and the "
               "post-hoc line was counted among lines fixed before the data", records_existed=False),
+    Amendment("d8693ff74effcc46e2b1f6a893f9db410a942a1c4075c38db560d0f9e9f85c72", "2026-12-05",
+              "records filed outside <results>/<profile>/ are left out; a record naming another corpus (its sha256) "
+              "is off its profile's recipe; the central sweep is selected once (sections.central_sweep: usable "
+              "controlled runs at the seeds every variant has) for the rules, the headline and chapter 6; a table "
+              "keeps runs of other conditions in rows of their own",
+              "a fault probe: a copied results folder was counted again, a shuffled corpus trained under the "
+              "profile's name, and one missing record let two pages state two means for one claim",
+              records_existed=False),
 )
 
 

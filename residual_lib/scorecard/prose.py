@@ -7,7 +7,7 @@ from scipy import stats
 
 from ..frames import profile_input_blind_line, usable
 from ..profiles import BOOK_PROFILE, get_profile
-from ..sections import controlled, sweep_seeds
+from ..sections import central_sweep, controlled
 from . import limits
 from .rule import PAPER_SCALE, VERDICTS, stand_ins
 
@@ -56,8 +56,9 @@ def headline(table: pd.DataFrame, records: pd.DataFrame, stand_in: str = BOOK_PR
     FFNOnly collapsed in every seed (with and without dropout), and what waits for a GPU."""
     rows = table.set_index(["claim", "profile"])
     central = controlled(usable(records[records.profile == stand_in]))
-    seeds = sweep_seeds(central)  # every variant over the same seeds, as the scorecard compares them
-    means = central[central.seed.isin(seeds)].groupby("variant")["final_val_loss"].mean()
+    sweep = central_sweep(records[records.profile == stand_in])  # the selection every page quotes
+    seeds = sorted(set(sweep.seed))
+    means = sweep.groupby("variant")["final_val_loss"].mean()
     sizes = central[central.variant == "full"]["n_params"]
     text = ("The paper's central claim is an asymmetry: without its attention residual (FFNOnly) a Pre-LN "
             "transformer collapses to the floor its no-residual model sits on, while without its feed-forward "
@@ -68,7 +69,7 @@ def headline(table: pd.DataFrame, records: pd.DataFrame, stand_in: str = BOOK_PR
         floor = float(central.eval_floor.iloc[0])
         held = {"reproduced": "holds in every seed", "partly reproduced": "holds in some seeds only",
                 "not reproduced": "does not hold"}.get(verdict, "cannot be decided yet")
-        ffn = central[central.seed.isin(seeds) & (central.variant == "ffn_only")]
+        ffn = sweep[sweep.variant == "ffn_only"]
         off = int((ffn.eval_floor - ffn.final_val_loss > limits.FLOOR_TOL).sum())
         median = ffn.final_val_loss.median()
         pulled = (f"; FFNOnly's median is {median:.3f}, {_word(off)} escaped seed{'' if off == 1 else 's'} "

@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..frames import recipe_runs
 from ..profiles import BOOK_PROFILE, DROPOUT_TWIN, GAIN_TIMING
-from ..sections import controlled, random_evaluation, sweep_seeds
+from ..sections import central_sweep, controlled, random_evaluation
 from . import limits
 
 PARTIAL = ("attn_only", "ffn_only", "no_residual")
@@ -88,7 +88,7 @@ class ProfileRecords:
         #: the runs of the profile that times this one's gain runs' first steps (GAIN_TIMING)
         self.timing = recipe_runs(frame[frame.profile == GAIN_TIMING.get(profile, "")])
         self.central = controlled(self.all)
-        self.sweep = self.central[self.central.seed.isin(sweep_seeds(self.central))]
+        self.sweep = central_sweep(self.all)  # the selection the pages quote from
         self.random = random_evaluation(self.all)
         self.floor = float(self.central["eval_floor"].iloc[0]) if len(self.central) else math.nan
 

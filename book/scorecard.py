@@ -47,6 +47,7 @@ glue("verdict_counts_here", counts_text)
 glue("n_rows", len(table))
 glue("n_rows_here", len(checked))
 glue("stand_in", profile)
+glue("stand_in_scope", Prose(scorecard.stand_in_scope(profile)))  # the introduction's "What was run"
 grid_html = scorecard.grid_html(
     scorecard.grid(table, stand_in=profile), fragile_cells=fragile
 )

@@ -41,6 +41,7 @@ from .files import NotWritableError, check_writable
 from .frames import kernel_labels, diverged, load_records, off_recipe_lines, recipe_runs, summarize, usable
 from .paths import results_folder
 from .profiles import BOOK_PROFILE, PROFILES, ProfileError, get_profile
+from .provenance import CommitError
 from .records import RecordError, read_record
 from .runs import PAPER_SEEDS, Run, RunError, check_variant
 from .runtime import isa_mode, resolve_device
@@ -356,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
         isa_mode()  # a misspelt RESIDUAL_CPU_ISA stops every command before it does anything
         return {"train": _train, "sweep": _sweep, "bench": _bench, "book": _book, "summary": _summary,
                 "device-check": _device_check, "verify": _verify}[args.command](args)
-    except (RunError, ProfileError, DataError, RecordError, NotWritableError) as exc:
+    except (RunError, ProfileError, DataError, RecordError, NotWritableError, CommitError) as exc:
         print(f"python -m residual_lib: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `summary | head` closed the pipe: the reader has what it wanted

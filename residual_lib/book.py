@@ -15,6 +15,7 @@ chapter (:func:`number_figures_per_chapter`).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -27,10 +28,12 @@ import pandas as pd
 from .execute import all_notebooks, execute_notebook
 from .files import atomic_write
 from .frames import load_records
+from .locks import claim_path, release_claim, try_claim
 from .parameters import sync_parameters_cell
 from .paths import ROOT, results_folder
 from .profiles import BOOK_PROFILE
 from .records import BadRecordsError, quarantine
+from .runs import RunError
 from .sections import CENTRAL_VARIANTS, PAPER_SEEDS, PLANS, controlled, missing, plan, required
 from .sphinxext import MARKER
 from .tables import plural
@@ -209,12 +212,28 @@ def build(profile: str = BOOK_PROFILE, results_dir: str | os.PathLike | None = N
           builder: str = "html", seeds: list[int] | None = None, skip_bad: bool = False) -> Path:
     """Execute every page from the records of ``profile`` (for ``seeds``, by default every
     seed with a complete central sweep) and build the site; returns the index page. Every
-    record is validated first (:func:`check_records`)."""
+    record is validated first (:func:`check_records`). One build at a time uses ``root/_build``:
+    a second one stops with one line naming the first (:class:`RunError`)."""
     results = results_folder(results_dir).resolve()
     check_records(results, profile, skip_bad)
     seeds = seeds or recorded_seeds(results, profile)
     if not seeds:
         raise FileNotFoundError(shortfall(results, profile))
+    lock = root / "_build" / "book"  # held in _build/.book.claim while this build uses _build
+    if not try_claim(lock):
+        try:
+            owner = json.loads(claim_path(lock).read_text() or "{}")
+        except (OSError, ValueError):
+            owner = {}
+        raise RunError(f"another book build (process {owner.get('pid', '?')}, since {owner.get('since', '?')}) is "
+                       f"using {root / '_build'}: wait for it to finish, or build from another checkout")
+    try:
+        return _build(profile, results, root, builder, seeds)
+    finally:
+        release_claim(lock)
+
+
+def _build(profile: str, results: Path, root: Path, builder: str, seeds: list[int]) -> Path:
     stage = root / "_build" / "source"
     if stage.exists():
         shutil.rmtree(stage)

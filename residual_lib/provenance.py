@@ -7,7 +7,9 @@ import functools
 import hashlib
 import os
 import platform
+import re
 import subprocess
+import sys
 from pathlib import Path
 
 import torch
@@ -31,6 +33,10 @@ def _git(*args: str) -> str | None:
 COMMIT_ENV = "RESIDUAL_CODE_COMMIT"
 
 
+class CommitError(ValueError):
+    """:data:`COMMIT_ENV` holds something that is not a commit; the message says how to fix it."""
+
+
 @functools.lru_cache(maxsize=None)
 def code_version() -> tuple[str | None, bool | None]:
     """(git commit, dirty flag) of this checkout, read once per process. The trainer calls
@@ -40,7 +46,12 @@ def code_version() -> tuple[str | None, bool | None]:
     if this checkout's history does not hold it."""
     claimed = os.environ.get(COMMIT_ENV)
     if claimed:
+        if not re.fullmatch(r"[0-9a-f]{40}", claimed):
+            raise CommitError(f"{COMMIT_ENV}={claimed[:50]!r} is not a commit: set it to the 40-hex-digit commit the "
+                              "code came from (git rev-parse HEAD), or unset it")
         if _git("cat-file", "-e", f"{claimed}^{{commit}}") is None:
+            print(f"residual_lib: {COMMIT_ENV} {claimed[:12]} cannot be checked here (this checkout's history does not "
+                  "hold it): records name it, with their dirty flag unknown", file=sys.stderr)
             return claimed, None
         return claimed, bool(_git("diff", "--name-only", claimed))
     sha = _git("rev-parse", "HEAD")

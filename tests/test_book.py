@@ -779,3 +779,10 @@ def test_a_book_without_a_usable_seed_names_the_section_and_the_run_it_lacks(smo
     assert message.endswith("run `python -m residual_lib sweep notebooks/05_confounds.py --profile smoke --seeds 1337`"
                             " first")
     assert shortfall(tmp_path / "empty", "smoke").startswith("no complete central sweep under")
+
+
+def test_the_introduction_describes_the_profile_its_book_was_built_from(built_book):
+    """A smoke book says what smoke is; nothing of the cpu stand-in is hard-coded on the page."""
+    text = _text(built_book / "book" / "intro.html")
+    assert "2 layers, 32 wide, with context 32" in text and "smoke-dropout" in text
+    assert "128 wide" not in text and "cpu-dropout" not in text

@@ -629,3 +629,23 @@ def test_another_text_under_tinyshakespeares_name_is_refused_and_a_record_of_one
     assert not frame.on_recipe.iloc[0] and "corpus sha256 000000000000" in frame.off_recipe.iloc[0]
     summary = cli("summary", "--profile", "smoke", "--results", str(path.parents[1]))
     assert "left out, not part of this profile" in summary.stdout and "corpus sha256" in summary.stdout
+
+
+def test_a_second_book_build_on_one_folder_stops_with_one_line_naming_the_first(smoke_results, tmp_path):
+    from residual_lib import book
+    from residual_lib.locks import claim_path, _start_time
+    from residual_lib.runs import RunError
+
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        claim = claim_path(tmp_path / "_build" / "book")
+        claim.parent.mkdir(parents=True)
+        claim.write_text(json.dumps({"pid": other.pid, "host": __import__("socket").gethostname(),
+                                     "started": _start_time(other.pid), "since": "2026-12-05T10:00:00"}))
+        (tmp_path / "_build" / "source").mkdir()
+        with pytest.raises(RunError, match=f"another book build \\(process {other.pid}, since 2026-12-05T10:00:00\\)"):
+            book.build("smoke", smoke_results, root=tmp_path)
+        assert (tmp_path / "_build" / "source").is_dir()  # the first build's staging folder is left alone
+    finally:
+        other.kill()
+        other.wait()

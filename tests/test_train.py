@@ -228,6 +228,12 @@ def test_a_named_commit_stands_for_a_checkout_whose_history_lags_behind(monkeypa
         monkeypatch.setenv(provenance.COMMIT_ENV, "0" * 40)
         provenance.code_version.cache_clear()
         assert provenance.code_version() == ("0" * 40, None)
+        # not a commit at all: refused in one line that names the fix
+        for bad in ("main", "not a sha", "abc123"):
+            monkeypatch.setenv(provenance.COMMIT_ENV, bad)
+            provenance.code_version.cache_clear()
+            with pytest.raises(provenance.CommitError, match="git rev-parse HEAD"):
+                provenance.code_version()
     finally:
         monkeypatch.delenv(provenance.COMMIT_ENV)
         provenance.code_version.cache_clear()

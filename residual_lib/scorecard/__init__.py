@@ -54,7 +54,7 @@ from .html import (
     verdict_slug,
 )
 from .limits import ESCAPE_CONFIDENCE, THRESHOLDS, Threshold, thresholds
-from .prose import count_sentence, headline
+from .prose import count_sentence, headline, stand_in_scope
 from .rule import PAPER_SCALE, RULES, VERDICTS, Rule, profiles_for_scale, stand_ins
 from .sensitivity import fragile, sensitivity, threshold_table
 from .verdicts import build, scale_note
@@ -72,6 +72,6 @@ __all__ = [
     "ALPHA_NEAR_ONE", "CLAIMS", "Claim", "DRIFT_REL", "ESCAPE_CONFIDENCE", "FLOOR_TOL", "GAIN_TOL", "GRID_LABELS",
     "LAYER0_FROM", "LAYER0_ZERO", "NOISE_SHARE", "PAPER_SCALE", "RECOVERY_MARGIN", "REL_TOL", "RULES", "Rule",
     "SEED_SPREAD", "SPREAD_TOL", "THRESHOLDS", "TITLES", "Threshold", "VERDICTS", "badge", "build", "claim_anchor",
-    "claims_html", "count_sentence", "fragile", "grid", "grid_html", "headline", "profiles_for_scale", "scale_note",
+    "claims_html", "count_sentence", "fragile", "grid", "grid_html", "headline", "profiles_for_scale", "scale_note", "stand_in_scope",
     "section_view", "sensitivity", "stand_ins", "threshold_table", "thresholds", "verdict_box", "verdict_slug",
 ]

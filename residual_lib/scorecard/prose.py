@@ -6,7 +6,7 @@ import pandas as pd
 from scipy import stats
 
 from ..frames import profile_input_blind_line, usable
-from ..profiles import BOOK_PROFILE, get_profile
+from ..profiles import BOOK_PROFILE, DROPOUT_TWIN, get_profile
 from ..sections import central_sweep, controlled
 from . import limits
 from .rule import PAPER_SCALE, VERDICTS, stand_ins
@@ -115,4 +115,18 @@ def headline(table: pd.DataFrame, records: pd.DataFrame, stand_in: str = BOOK_PR
     if missing:
         text += (" No paper-10m or paper-124m run is recorded yet." if len(missing) == 2 else
                  f" No {missing[0]} run is recorded yet.")
+    return text
+
+
+def stand_in_scope(stand_in: str = BOOK_PROFILE) -> str:
+    """What the stand-in profile is, for the introduction: its shape (from the profile, so a
+    book of any profile says its own), and the dropout twin it is also judged at, if any."""
+    shape = get_profile(stand_in)
+    text = (f"Its model has {shape.n_layer} layers, {shape.n_embd} wide, with context {shape.block_size}; claims "
+            "about the 10M and 124M models' absolute numbers are marked \"not run at this scale\" until "
+            "`paper-10m` or `paper-124m` records exist.")
+    twin = DROPOUT_TWIN.get(stand_in)
+    if twin:
+        text += (f" The central sweep is also judged at `{twin}`, the same model with the dropout "
+                 f"({get_profile(twin).dropout:g}) of the recipe `paper-10m` follows.")
     return text

@@ -29,7 +29,7 @@ gain_seeds = None
 # %% tags=["hide-input"]
 from IPython.display import Markdown
 
-from residual_lib import analysis, plots, scorecard
+from residual_lib import analysis
 from residual_lib.book import glue
 from residual_lib.chapters import confounds
 from residual_lib.notebook import notebook_records
@@ -49,16 +49,13 @@ gain_runs, early_runs, central = analysis.confound_runs(
 # the early trajectory and little else. **Correction.** Compare the curves of several gains
 # with the same seed and data order, and judge by where they end, not where they start.
 
+# %% [markdown]
+# The curves of every gain, and how soon they come together, are drawn in chapter 5: the
+# timing of the gain runs in {numref}`fig-gain-timing` and their validation curves in
+# {numref}`fig-gain-curves`.
+
 # %% tags=["hide-input"]
 study = confounds.timing_study(gain_runs, early_runs)
-plots.show(
-    plots.gain_timing(
-        study["spread"], scorecard.GAIN_TOL, study["within"], until=study["until"]
-    ),
-    "fig-confound-gain",
-    confounds.timing_caption(gain_variant, study["within"]),
-    confounds.TIMING_ALT,
-)
 
 # %% tags=["hide-input"]
 Markdown(
@@ -81,14 +78,11 @@ table(confounds.gain_table(gain_runs), index="gain g")
 # %% tags=["hide-input"]
 estimates = analysis.val_estimates(central)
 glue("eval_noise_std", float(estimates["deviation"].std()))
-plots.show(
-    plots.eval_spread(estimates),
-    "fig-confound-eval-noise",
-    "Random-batch evaluations of each final model minus its fixed-batch loss: the noise"
-    " of one nanoGPT-style validation estimate.",
-    "Strip chart per variant of random-batch minus fixed-batch validation loss in nats,"
-    " scattered around a zero line.",
-)
+
+# %% [markdown]
+# Each final model's random-batch evaluations, as deviations from its fixed-batch loss, are
+# drawn in chapter 5 ({numref}`fig-eval-spread`); the table below counts how often one random
+# estimate would misorder two variants.
 
 # %% tags=["hide-input"]
 table(analysis.misorder_table(estimates))

@@ -12,11 +12,10 @@
 # # Scorecard
 #
 # Every claim of the paper, judged at every profile where it can be checked: the verdicts at
-# a glance first (✓ reproduced or agrees with the paper's confirmed result, ◐ partly
-# reproduced, ✗ not reproduced, ★ new evidence for or against a proposal the paper left open, ∅ not
-# testable with these records, ? inconclusive at this scale, · not run at this scale, — not
-# a claim about that scale), then each claim with the paper's values, ours and the rule that
-# decided. Everything on this page is computed from the run records.
+# a glance first, then each claim with the paper's values, ours and the rule that decided.
+# Everything on this page is computed from the run records. {glue:md}`profiles_sentence`
+#
+# {glue:md}`legend`
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"
@@ -48,15 +47,18 @@ glue("n_rows", len(table))
 glue("n_rows_here", len(checked))
 glue("stand_in", profile)
 glue("stand_in_scope", Prose(scorecard.stand_in_scope(profile)))  # the introduction's "What was run"
-grid_html = scorecard.grid_html(
-    scorecard.grid(table, stand_in=profile), fragile_cells=fragile
-)
+glue("profiles_sentence", Prose(scorecard.profiles_sentence(profile)))  # also on the introduction
+glue("legend", Prose(scorecard.legend()))  # the same words on the introduction
+verdicts = scorecard.grid(table, stand_in=profile)
+grid_html = scorecard.grid_html(verdicts, fragile_cells=fragile)
 glue("verdict_grid", HTML(grid_html), display=False)  # also shown on the introduction
+glue("grid_note", Prose(scorecard.grid_note(verdicts)))
 glue("headline", scorecard.headline(table, records, stand_in=profile))
 count_text = scorecard.count_sentence(table, profile)
 glue("verdict_sentence", Prose(count_text))  # Markdown here, inline HTML in the intro
 display(Markdown(count_text))
-HTML(grid_html)
+display(HTML(grid_html))
+Markdown(scorecard.grid_note(verdicts))
 
 # %% [markdown]
 # ## Verdicts fixed before their data

@@ -116,7 +116,7 @@ plots.show(
 
 # %%
 estimates = analysis.val_estimates(central)
-table(confounds.noise_table(estimates), index="variant")
+table(confounds.noise_table(estimates), index="variant", anchor="tab-eval-noise")
 
 # %%
 plots.show(

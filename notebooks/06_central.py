@@ -59,7 +59,7 @@ summary = central.loss_summary(records, floor)
 # quoted in the book's prose
 for name, text in central.quoted_numbers(records, summary, floor).items():
     glue(name, text)
-table(summary, index="variant", headers={"below the floor": "below the floor (nats)"})
+table(summary, index="variant", headers={"below the floor": "below the floor (nats)"}, anchor="tab-central-summary")
 
 # %%
 plots.show(
@@ -104,7 +104,7 @@ plots.show(
 
 # %%
 headers = {"gap": "gap (nats)", "n_a": "seeds (a)", "n_b": "seeds (b)"}
-table(central.gaps(records, floor), index="difference", headers=headers)
+table(central.gaps(records, floor), index="difference", headers=headers, anchor="tab-central-gaps")
 
 # %% [markdown]
 # ## With dropout 0.2

@@ -98,7 +98,7 @@ table(alpha, index="variant")
 
 # %%
 growth = mechanism.growth_table(analysis.growth_definitions(attention))
-table(growth, index="definition", decimals=2)
+table(growth, index="definition", decimals=2, anchor="tab-growth")
 
 # %% [markdown]
 # Each variant beside the paper's figure for it: the drift definition against the paper's

@@ -64,6 +64,7 @@ table(
     reproduction.repeat_table(repeat_runs),
     decimals=4,
     headers={"device_name": "device"},
+    anchor="tab-repeats",
 )
 
 # %%
@@ -92,4 +93,5 @@ table(
 table(
     reproduction.comparison(records, paper.claims(), repro_variant, seeds[0], profile),
     headers={"paper": "the paper's (10M, nats)", "ours": "ours (nats)"},
+    anchor="tab-paper-comparison",
 )

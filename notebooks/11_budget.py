@@ -18,10 +18,7 @@
 # schedule (5,000 steps of 64 × 256 tokens; the summary does not give it), see 82M tokens.
 # So "FFNOnly cannot learn" and "FFNOnly learns late" are not told apart yet.
 #
-# **Here.** FFNOnly at the `cpu` shape for ten times the budget, 20,000 steps (41M tokens,
-# half of that), at a constant learning rate after warm-up, so that a run's first steps
-# do not depend on how long it lasts (profile `cpu-budget`), with the fixed batches evaluated
-# every 250 steps: sixteen seeds, and AttnOnly and NoResidual at four of them as anchors.
+# **Here.** {glue:md}`budget_here`
 #
 # **Fixed before the data.** The seeds, the line, the escape time and the decision rule were
 # committed in `residual_lib/budget.py` before any run of the study was trained; every
@@ -43,10 +40,14 @@ from residual_lib.analysis import curves
 from residual_lib.book import Prose, glue
 from residual_lib.chapters import budget as chapter
 from residual_lib.notebook import notebook_records
+from residual_lib.sections import plan
 from residual_lib.tables import table
 
 records = notebook_records("11_budget", globals(), skip_missing=True)
 absent = records.attrs["missing"]
+study = chapter.scope(profile, plan("11_budget", profile, seeds))
+glue("budget_here", Prose(study["here"]))
+glue("budget_intro", Prose(study["intro"]))  # the introduction's paragraph on the study
 ffn_runs = int((records.variant == "ffn_only").sum())
 planned = ffn_runs + sum(r.variant == "ffn_only" for r in absent)
 Markdown(chapter.rule_text())

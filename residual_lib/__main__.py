@@ -38,7 +38,9 @@ from .data import DataError
 from .devicecheck import CHECKS, run_checks, write_report
 from .execute import all_notebooks
 from .files import NotWritableError, check_writable
-from .frames import kernel_labels, diverged, load_records, off_recipe_lines, recipe_runs, summarize, usable
+from .analysis import CONDITIONS
+from .frames import (kernel_labels, diverged, load_records, off_recipe_lines, recipe_runs, record_eval_floor, summarize,
+                     usable)
 from .paths import results_folder
 from .profiles import BOOK_PROFILE, PROFILES, ProfileError, get_profile
 from .provenance import CommitError
@@ -176,8 +178,8 @@ def _train(args) -> int:
     how = (f"{rec['steps']} steps in {rec['wall_seconds']:.1f}s, {rec['tokens_per_second']:,.0f} tokens/s"
            if trained else "cached record")
     print(f"{rec['variant']} seed {rec['seed']} ({rec['profile']}, {rec['eval_mode']}): final val "
-          f"{rec['final_val_loss']:.4f}, best {rec['best_val_loss']:.4f}, unigram floor "
-          f"{rec['unigram_floor']:.4f}; {how}")
+          f"{rec['final_val_loss']:.4f}, best {rec['best_val_loss']:.4f}, floor of the evaluation batches "
+          f"{record_eval_floor(rec):.4f}; {how}")
     print(path)
     return 0
 
@@ -202,6 +204,9 @@ def _summary(args) -> int:
         print(f"left out: {row.profile} {row.variant} seed {row.seed} diverged ({row.path})")
     for line in off_recipe_lines(every):
         print(f"left out, not part of this profile: {line}")
+    if recipe_runs(every).empty:
+        raise RunError(f"every run record under {args.results} is off its profile's recipe (listed above): "
+                       "nothing to summarise")
     every = recipe_runs(every)
     if usable(every).empty:
         raise RunError(f"every run record under {args.results} is of a diverged run: nothing to summarise")
@@ -209,7 +214,8 @@ def _summary(args) -> int:
     # the same seeds under other conditions (gains, random batches, repeats) would blur the
     # seed-to-seed spread, so by default only the controlled runs are summarised
     frame = every if args.all_conditions else controlled(every)
-    by = ["profile", "variant"] + (["eval_mode", "gain", "deterministic"] if args.all_conditions else [])
+    # every condition that sets runs apart (analysis.CONDITIONS) gets rows of its own
+    by = ["profile", "variant"] + ([c for c in CONDITIONS if c != "profile"] if args.all_conditions else [])
     # the floor every page and verdict reads: the unigram loss on the run's own evaluation batches
     sizes = frame.groupby(by)[["eval_floor", "n_params"]].first().reset_index()
     frame = frame.assign(kernels=kernel_labels(frame))
@@ -217,6 +223,9 @@ def _summary(args) -> int:
     table = summarize(frame, by=by).merge(sizes, on=by).merge(kernels, on=by)
     table["variant"] = pd.Categorical(table["variant"], [v for v in VARIANTS if v in set(table["variant"])])
     table = table.sort_values(by).rename(columns={"count": "runs"})
+    for name in ("gain", "init_noise"):  # settings, not measurements: as they were given (1e-06, not 0.0000)
+        if name in table:
+            table[name] = table[name].map("{:g}".format)
     with pd.option_context("display.float_format", "{:.4f}".format, "display.width", 160):
         print(table.to_string(index=False))
     hours = every.wall_seconds.sum() / 3600
@@ -306,7 +315,7 @@ def _book(args) -> int:
         index = build(args.profile, args.results, skip_bad=args.skip_bad)
     except FileNotFoundError as exc:  # no records for this profile yet
         raise RunError(str(exc)) from None
-    except RecordError:
+    except (RecordError, RunError):  # already one line that names the fix (another build holds _build)
         raise
     except subprocess.CalledProcessError:
         raise RunError("jupyter-book reported warnings or errors (shown above): fix them and rebuild") from None

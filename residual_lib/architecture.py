@@ -27,6 +27,19 @@ VARIANTS: dict[str, tuple[bool, bool, str]] = {
 
 #: The four residual configurations of the paper, in the order the pages show them.
 CENTRAL_VARIANTS = ("full", "attn_only", "ffn_only", "no_residual")
+#: How a reader meets the central variants in prose, tables and figures (the names above are
+#: code: they stay in commands, keys and file names).
+DISPLAY_NAMES = {"full": "Full", "attn_only": "AttnOnly", "ffn_only": "FFNOnly", "no_residual": "NoResidual"}
+
+
+def display_name(text: str) -> str:
+    """``text`` with each variant's code name written as the reader meets it: ``attn_only`` ->
+    ``AttnOnly`` anywhere in it, ``full`` only as the whole text (it is also an English word)."""
+    if text in DISPLAY_NAMES:
+        return DISPLAY_NAMES[text]
+    for code in ("attn_only", "ffn_only", "no_residual"):
+        text = text.replace(code, DISPLAY_NAMES[code])
+    return text
 
 #: How dropout draws its masks on CPU (:attr:`Architecture.cpu_dropout`): torch's own
 #: (``nn.Dropout``, and SDPA's inside attention), or ``int32``: 32-bit random integers against a

@@ -14,7 +14,9 @@ A checkpoint also names the code that wrote it: the commit and the digest of the
 decide a run's numbers (:func:`residual_lib.provenance.code_digest`). Other code does not
 continue it (a resumed AdamW, for one, would bring back the old code's settings with its
 state): the run starts over, with one line, unless asked to continue (``train
---resume-other-code``), and then its record names both (``provenance.resumed_code``)."""
+--resume-other-code``), and then its record names both (``provenance.resumed_code``: each
+other code that trained earlier steps, with the step it handed over at, oldest first, kept
+through later resumes)."""
 
 from __future__ import annotations
 
@@ -59,6 +61,8 @@ def save_checkpoint(path: Path, step: int, states: list, optimizer, params: dict
         "torch_rng": torch.get_rng_state(), "train_seconds": train_seconds, "elapsed": elapsed,
         "cuda_rng": torch.cuda.get_rng_state_all() if states[0].device.startswith("cuda") else None,
         "code": {"commit": code_version()[0], "digest": code_digest()},
+        # the other code that trained the steps before a resume, carried to the record through any later resume
+        "resumed_code": states[0].resumed_code,
     }
     buffer = io.BytesIO()
     torch.save(payload, buffer)
@@ -95,6 +99,7 @@ def load_checkpoint(path: Path | None, states: list, optimizer, params: dict,
     if payload.get("keys") != [s.key for s in states]:
         return 0, 0.0, 0.0
     code = payload.get("code") or {"commit": None, "digest": None}  # none: written before checkpoints named it
+    earlier = list(payload.get("resumed_code") or [])  # other code that trained the steps before, oldest first
     if code["digest"] != code_digest():
         commit = (code["commit"] or "unnamed")[:12]
         if not other_code:
@@ -104,8 +109,9 @@ def load_checkpoint(path: Path | None, states: list, optimizer, params: dict,
             return 0, 0.0, 0.0
         print(f"residual_lib: continuing {path} at step {payload['step']}, written by other code (commit {commit}), "
               "as asked; the record names both", file=sys.stderr)
-        for state in states:
-            state.resumed_code = {**code, "step": payload["step"]}
+        earlier.append({**code, "step": payload["step"]})
+    for state in states:
+        state.resumed_code = earlier or None
     with torch.no_grad():
         for name, value in payload["params"].items():
             params[name].copy_(value)

@@ -106,7 +106,12 @@ def shakespeare_path(directory: str | os.PathLike | None = None) -> Path:
                             "residual_lib (or delete the file to download a fresh copy)")
         return packaged
     path = cache_dir() / "tinyshakespeare" / "input.txt"
-    if not path.is_file():
+    if path.is_file():
+        stat = path.stat()
+        if not _verified(path, stat.st_size, stat.st_mtime):
+            raise DataError(f"{path} does not match TinyShakespeare's sha256 {SHAKESPEARE_SHA256}: delete it to "
+                            "download a fresh copy")
+    else:
         try:
             with urllib.request.urlopen(SHAKESPEARE_URL, timeout=30) as response:
                 payload = response.read()
@@ -169,23 +174,26 @@ class Corpus:
 
 
 def _char_corpus(directory) -> Corpus:
-    text = shakespeare_path(directory).read_text(encoding="utf-8")
+    data = shakespeare_path(directory).read_bytes()
+    text = data.decode("utf-8")
     chars = sorted(set(text))
     table = np.zeros(max(map(ord, chars)) + 1, dtype=np.uint16)
     table[[ord(c) for c in chars]] = np.arange(len(chars))
     tokens = table[np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)]
     n = int(0.9 * len(tokens))
     return Corpus("shakespeare_char", tokens[:n], tokens[n:], len(chars), lambda ids: "".join(chars[i] for i in ids),
-                  sha256=SHAKESPEARE_SHA256)
+                  sha256=hashlib.sha256(data).hexdigest())
 
 
 def _gpt2_shakespeare(directory) -> Corpus:
-    text = shakespeare_path(directory).read_text(encoding="utf-8")
+    data = shakespeare_path(directory).read_bytes()
+    text = data.decode("utf-8")
     enc = gpt2_encoding(directory)
     n = int(0.9 * len(text))
     train = np.array(enc.encode_ordinary(text[:n]), dtype=np.uint16)
     val = np.array(enc.encode_ordinary(text[n:]), dtype=np.uint16)
-    return Corpus("shakespeare_gpt2", train, val, enc.n_vocab, enc.decode, floor_smoothing=1.0, sha256=SHAKESPEARE_SHA256)
+    return Corpus("shakespeare_gpt2", train, val, enc.n_vocab, enc.decode, floor_smoothing=1.0,
+                  sha256=hashlib.sha256(data).hexdigest())
 
 
 def _openwebtext(directory) -> Corpus:

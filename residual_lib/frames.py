@@ -22,8 +22,8 @@ from pathlib import Path
 import pandas as pd
 
 from .data import CORPUS_SHA256, DataError, eval_bigram, eval_floor, eval_input_blind, load_corpus
-from .profiles import PROFILES, ProfileError, get_profile
-from .records import BadRecordsError, RecordError, validate_record
+from .profiles import ProfileError, get_profile
+from .records import BadRecordsError, MisfiledRecord, RecordError, validate_record
 from .tables import plural
 
 #: Scalar fields copied into :func:`load_records`' frame, in this order; then ``block_size``
@@ -35,15 +35,17 @@ SCALARS = (
     "wall_seconds", "tokens_per_second",
 )
 DERIVED = ("block_size", "device", "device_name", "cpu_capability", "precision", "started_at", "eval_bigram",
-           "on_recipe", "off_recipe")
+           "corpus_sha256", "on_recipe", "off_recipe")
 
 
 def _record_files(path, quiet: bool = False) -> list[Path]:
     """Record files under ``path``: a file, a list of files or folders, a profile's folder
-    (``<results>/<profile>/``, its own files only) or a results folder (each profile folder's
-    own files). A record filed deeper, such as a copy of a profile's folder at
-    ``results/rerun/cpu/``, is not a run of that results folder: it is left out, and unless
-    ``quiet`` the folders left out are named in one line on stderr."""
+    (``<results>/<profile>/``, its own files only: a folder that holds records itself) or a
+    results folder (each profile folder's own files). A record filed deeper, such as a copy of
+    a profile's folder at ``results/cpu/old/``, is not a run of that results folder: it is left
+    out, and unless ``quiet`` the folders left out are named in one line on stderr (a record
+    in a folder not named after its profile, ``results/rerun/``, is left out the same way by
+    :func:`_valid_records`)."""
     if isinstance(path, (list, tuple)):
         return [file for p in path for file in _record_files(p, quiet)]
     path = Path(path)
@@ -55,12 +57,11 @@ def _record_files(path, quiet: bool = False) -> list[Path]:
     skip = {"notebooks", "submitit", "verified"}
     files = sorted(p for p in path.rglob("*.json") if not p.name.startswith(".")
                    and not skip.intersection(p.relative_to(path).parts[:-1]))
-    deepest = 1 if path.name in PROFILES else 2
+    deepest = 1 if any(len(p.relative_to(path).parts) == 1 for p in files) else 2
     stray = [p for p in files if len(p.relative_to(path).parts) > deepest]
     if stray and not quiet:
-        counts = by_folder(stray)
         print(f"residual_lib: left out {len(stray)} {plural('record file', len(stray))} filed outside "
-              f"<results>/<profile>/ (they are not runs of {path}): {counts}", file=sys.stderr)
+              f"<results>/<profile>/ (they are not runs of {path}): {by_folder(stray)}", file=sys.stderr)
     return [p for p in files if len(p.relative_to(path).parts) <= deepest]
 
 
@@ -76,14 +77,22 @@ def _valid_records(path: str | os.PathLike, skip_bad: bool, quiet: bool = False)
     """Every record file under ``path`` with its content, one per run key (:func:`once_per_key`);
     bad files raise together
     (:class:`BadRecordsError`) or, with ``skip_bad``, are reported and left out."""
-    good, bad = [], []
+    good, bad, misfiled = [], [], []
     for file in _record_files(path, quiet):
         try:
             good.append((file, validate_record(file)))
+        except MisfiledRecord:
+            misfiled.append(file)  # read as part of a folder: a copy elsewhere, not a bad record
         except RecordError as exc:
             bad.append(exc)
+    single = not isinstance(path, (list, tuple)) and Path(path).is_file()
+    if misfiled and single:
+        validate_record(misfiled[0])  # asked for by name: say why it is not a run
+    if misfiled and not quiet:
+        print(f"residual_lib: left out {len(misfiled)} {plural('record file', len(misfiled))} in folders not named "
+              f"after their profile (a record belongs in <results>/<profile>/): {by_folder(misfiled)}",
+              file=sys.stderr)
     if bad and not skip_bad:
-        single = not isinstance(path, (list, tuple)) and Path(path).is_file()
         raise bad[0] if len(bad) == 1 and single else BadRecordsError(bad)
     for exc in bad:
         print(f"residual_lib: skipped {exc}", file=sys.stderr)
@@ -114,15 +123,35 @@ def load_records(path, skip_bad: bool = False) -> pd.DataFrame:
         row["precision"] = rec["provenance"].get("precision") or "fp32"
         row["started_at"] = rec["provenance"].get("started_at")  # records made since the field existed
         row["eval_bigram"] = record_eval_bigram(rec)
+        row["corpus_sha256"] = rec["config"].get("corpus_sha256")  # None: made before records named it
         row["off_recipe"] = recipe_difference(rec)
         row["on_recipe"] = not row["off_recipe"]
         row["path"] = str(file)
         rows.append(row)
     columns = [*SCALARS, *DERIVED, "path"]
-    frame = pd.DataFrame(rows) if rows else pd.DataFrame(columns=columns)
+    frame = _one_corpus_per_profile(pd.DataFrame(rows)) if rows else pd.DataFrame(columns=columns)
     for name in ("final_val_loss", "best_val_loss"):  # null (a diverged run) reads as NaN
         frame[name] = pd.to_numeric(frame[name], errors="coerce")
     return frame.sort_values(["profile", "variant", "seed", "key"], ignore_index=True) if rows else frame
+
+
+def _one_corpus_per_profile(frame: pd.DataFrame) -> pd.DataFrame:
+    """Records of one profile that name different corpora (OpenWebText prepared from other
+    documents: its token files have no sha256 fixed in advance) are not runs of one recipe: the
+    corpus most of them name is the profile's (the earliest run's on a tie), the others are
+    marked off it."""
+    for _, part in frame.groupby("profile"):
+        named = part[part.corpus_sha256.notna()]
+        if named.corpus_sha256.nunique() < 2:
+            continue
+        counts = named.corpus_sha256.value_counts()
+        first = named.sort_values("started_at", na_position="last").corpus_sha256.iloc[0]
+        main = first if counts[first] == counts.max() else counts.index[0]
+        for index in named.index[named.corpus_sha256 != main]:
+            note = f"corpus sha256 {frame.at[index, 'corpus_sha256'][:12]}… (the profile's other records: {main[:12]}…)"
+            frame.at[index, "off_recipe"] = "; ".join(x for x in (frame.at[index, "off_recipe"], note) if x)
+            frame.at[index, "on_recipe"] = False
+    return frame
 
 
 def kernel_labels(frame: pd.DataFrame) -> pd.Series:

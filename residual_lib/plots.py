@@ -19,6 +19,7 @@ import pandas as pd
 import seaborn as sns
 
 from .analysis import variant_order
+from .architecture import display_name
 from .scaling import size_text
 
 WIDTH = 5.0  # inches: 5 in x 110 dpi = 550 CSS pixels, shown at >= 0.6 of that in a phone's column
@@ -54,6 +55,16 @@ def show(fig: plt.Figure, name: str, caption: str, alt: str) -> None:
 
     if not name.startswith("fig-"):
         raise ValueError(f"figure names start with 'fig-': {name!r}")
+    # the variants as the prose names them: tick labels (fixed here, or a categorical axis would
+    # redraw its own), then legends and titles
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            labels = [label.get_text() for label in axis.get_ticklabels()]
+            if any(display_name(label) != label for label in labels):
+                axis.set_ticks(axis.get_ticklocs(), labels=[display_name(label) for label in labels])
+    for text in fig.findobj(plt.Text):
+        if text.get_text():
+            text.set_text(display_name(text.get_text()))
     fig.set_dpi(DPI)
     display(fig, metadata={"residual_lib": {"name": name, "caption": caption, "alt": alt}})
     plt.close(fig)
@@ -129,7 +140,8 @@ def final_losses(frame: pd.DataFrame, value: str = "final_val_loss", floor: floa
     for (label, y), style in zip(shown, styles * len(shown)):
         ax.axhline(y, label=f"{label} {y:.3f}", **style)
     if shown:  # several lines: the legend goes under the data, where the labels have the full width
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
+        # one column: two would widen the figure past its 5 inches, and shrink it on a phone
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=1, frameon=False)
     elif floor is not None:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.set(ylabel="final validation loss (nats)", xlabel="", title=title)
@@ -157,7 +169,9 @@ def layer0_gradients(curve: pd.DataFrame, marker_step: int | None = None) -> plt
 def gain_curves(curve: pd.DataFrame, spread: pd.DataFrame, tolerance: float) -> plt.Figure:
     """Training loss per gain (top) and the spread across gains at each step (bottom)."""
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(WIDTH, 5.6), sharex=True, height_ratios=(2, 1))
-    sns.lineplot(data=curve, x="step", y="loss", hue="gain", palette="viridis", ax=top)
+    gains = sorted(curve["gain"].unique())  # viridis without its pale yellow end, which white hides
+    colours = dict(zip(gains, plt.get_cmap("viridis")(np.linspace(0.0, 0.78, len(gains)))))
+    sns.lineplot(data=curve, x="step", y="loss", hue="gain", palette=colours, ax=top)
     top.set(ylabel="training loss (nats)", title="Runtime gain g on every sublayer output")
     _legend_outside(top, title="gain g")
     bottom.plot(spread.step, spread.spread, color="black", label="spread")

@@ -44,7 +44,7 @@ def code_version() -> tuple[str | None, bool | None]:
     change while it trains. ``(None, None)`` outside a git checkout. With :data:`COMMIT_ENV`
     set, that commit, dirty if the files differ from it, and ``None`` (unknown) for the flag
     if this checkout's history does not hold it."""
-    claimed = os.environ.get(COMMIT_ENV)
+    claimed = (os.environ.get(COMMIT_ENV) or "").strip().lower()
     if claimed:
         if not re.fullmatch(r"[0-9a-f]{40}", claimed):
             raise CommitError(f"{COMMIT_ENV}={claimed[:50]!r} is not a commit: set it to the 40-hex-digit commit the "

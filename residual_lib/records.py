@@ -126,6 +126,11 @@ class RecordError(ValueError):
         super().__init__(f"bad run record {path}: {reason}")
 
 
+class MisfiledRecord(RecordError):
+    """A valid record filed outside its profile's folder (a copy of a folder, a record moved by
+    hand): not a run of the results folder it sits in."""
+
+
 class BadRecordsError(RecordError):
     """Several bad record files, one line each."""
 
@@ -204,7 +209,7 @@ def _check(path: Path) -> dict:
         raise RecordError(path, f"its content ({rec['profile']} {rec['variant']} seed {rec['seed']}, key "
                                 f"{rec['key']}) belongs in {expected}")
     if path.parent.name != rec["profile"]:
-        raise RecordError(path, f"a {rec['profile']} record in the folder {path.parent.name}/")
+        raise MisfiledRecord(path, f"a {rec['profile']} record in the folder {path.parent.name}/")
     try:
         key = record_key(rec)
     except (KeyError, TypeError, ValueError):

@@ -11,10 +11,18 @@
   speech-input user who says what they see does not reach it (WCAG 2.5.3, *Label in Name*).
   The summary is written here without that label: its name is its visible text, and a
   ``<details>`` already tells its open or closed state.
+- **Light pages, no console errors.** The theme loads the whole Font Awesome bundle (1.5 MB of
+  JavaScript) for about fifteen icons: after the build, each page loads ``_static/icons.js``
+  instead, which holds only the icons the pages use, read from that same bundle
+  (:func:`write_icons`), and draws them as inline SVG as the bundle did. A script the theme's
+  extensions add twice (sphinx-thebe's configuration, whose second copy redeclares a
+  constant) is included once (:func:`include_scripts_once`).
 """
 
 from __future__ import annotations
 
+import json
+import re
 from html import escape
 from pathlib import Path
 
@@ -47,10 +55,116 @@ def visit_hide_input(self, node) -> None:
     self.body.append("</summary>\n")
 
 
+def include_scripts_once(app, pagename, templatename, context, doctree) -> None:
+    """``html-page-context``: each script the page includes, once (the first of equal ones)."""
+    seen, kept = set(), []
+    for script in context.get("script_files", []):
+        attributes = getattr(script, "attributes", {})
+        key = (str(getattr(script, "filename", script)), tuple(sorted((k, str(v)) for k, v in attributes.items())))
+        if key not in seen:
+            seen.add(key)
+            kept.append(script)
+    if "script_files" in context:
+        context["script_files"][:] = kept
+
+
+#: One icon of the bundle: ``name:[width,height,[aliases],"unicode","path"]``.
+_ICON = re.compile(r'(?:"([^"]+)"|([A-Za-z_$][\w$]*)|(\d+)):\[(\d+),(\d+),\[([^\]]*)\],"[0-9a-f]*",("(?:[^"\\]|\\.)*")\]')
+_BUNDLE_TAG = re.compile(r'<script defer src="([^"]*)_static/scripts/fontawesome\.js(?:\?[^"]*)?"></script>')
+_STYLES = {"fa-solid": "fas", "fas": "fas", "fa-regular": "far", "far": "far", "fa-brands": "fab", "fab": "fab"}
+
+
+def bundle_icons(bundle: str) -> dict[str, dict[str, tuple[int, int, str]]]:
+    """The icons of a Font Awesome free bundle by style (``fas``, ``far``, ``fab``) and name
+    (aliases included): ``(width, height, path)``."""
+    packs: dict[str, dict] = {}
+    for defined in re.finditer(r'\(function\(\)\{\w+\("(fa[bsr])",(\w+)\)', bundle):
+        start = bundle.rfind(f"var {defined.group(2)}={{", 0, defined.start())
+        icons = {}
+        for entry in _ICON.finditer(bundle, start, defined.start()):
+            icon = (int(entry.group(4)), int(entry.group(5)), json.loads(entry.group(7)))
+            icons[entry.group(1) or entry.group(2) or entry.group(3)] = icon
+            for alias in re.findall(r'"([^"]+)"', entry.group(6)):
+                icons.setdefault(alias, icon)
+        packs.setdefault(defined.group(1), icons)
+    return packs
+
+
+_ICONS_JS = """/* The book's icons: those of the Font Awesome Free bundle (CC BY 4.0, fontawesome.com) that its
+   pages use, drawn as inline SVG, as the bundle draws them. Written by residual_lib.sphinxext. */
+(() => {
+  const ICONS = %s;
+  const STYLES = %s;
+  const SVG = "http://www.w3.org/2000/svg";
+  function draw(root) {
+    for (const icon of root.querySelectorAll("i[class*='fa-'], span[class*='fa-']")) {
+      const classes = Array.from(icon.classList);
+      const style = classes.map((c) => STYLES[c]).find(Boolean) || "fas";
+      const name = classes.find((c) => c.startsWith("fa-") && ICONS[`${style} ${c.slice(3)}`]);
+      if (!name) continue;
+      const [width, height, d] = ICONS[`${style} ${name.slice(3)}`];
+      const svg = document.createElementNS(SVG, "svg");
+      for (const {name: attribute, value} of Array.from(icon.attributes)) svg.setAttribute(attribute, value);
+      svg.setAttribute("class", ["svg-inline--fa", ...classes.filter((c) => !STYLES[c])].join(" "));
+      svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+      svg.setAttribute("aria-hidden", "true");
+      svg.setAttribute("focusable", "false");
+      const path = document.createElementNS(SVG, "path");
+      path.setAttribute("fill", "currentColor");
+      path.setAttribute("d", d);
+      svg.appendChild(path);
+      icon.replaceWith(svg);
+    }
+  }
+  const style = document.createElement("style");
+  style.textContent = ".svg-inline--fa{display:inline-block;height:1em;overflow:visible;vertical-align:-.125em}" +
+    ".svg-inline--fa.fa-lg{height:1.25em;vertical-align:-.2em}.svg-inline--fa.fa-fw{width:1.25em}";
+  document.head.appendChild(style);
+  document.addEventListener("DOMContentLoaded", () => {
+    draw(document);
+    new MutationObserver(() => draw(document)).observe(document.body, {childList: true, subtree: true});
+  });
+})();
+"""
+
+
+def write_icons(app, exception) -> None:
+    """``build-finished``: write ``_static/icons.js`` with the icons the built pages use, and
+    point every page at it instead of the theme's whole Font Awesome bundle. Where the bundle
+    is not there or cannot be read, the pages keep it."""
+    out = Path(app.outdir)
+    bundle = out / "_static" / "scripts" / "fontawesome.js"
+    if exception is not None or app.builder.format != "html" or not bundle.is_file():
+        return
+    packs = bundle_icons(bundle.read_text(encoding="utf-8"))
+    pages = list(out.rglob("*.html"))
+    used: dict[str, tuple] = {}
+    for page in pages:
+        for classes in re.findall(r'<(?:i|span)\b[^>]*\bclass="([^"]*\bfa-[^"]*)"', page.read_text(encoding="utf-8")):
+            names = classes.split()
+            style = next((_STYLES[c] for c in names if c in _STYLES), "fas")
+            for name in names:
+                if name.startswith("fa-") and name[3:] in packs.get(style, {}):
+                    used[f"{style} {name[3:]}"] = packs[style][name[3:]]
+    if not used:
+        return
+    script = _ICONS_JS % (json.dumps(dict(sorted(used.items())), separators=(",", ":")), json.dumps(_STYLES))
+    (out / "_static" / "icons.js").write_text(script, encoding="utf-8")
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        lighter = _BUNDLE_TAG.sub(lambda m: f'<script defer src="{m.group(1)}_static/icons.js"></script>', text)
+        lighter = re.sub(r'<link rel="preload" as="script" href="[^"]*_static/scripts/fontawesome\.js[^"]*"\s*/?>\n?',
+                         "", lighter)
+        if lighter != text:
+            page.write_text(lighter, encoding="utf-8")
+
+
 def setup(app):
     app.setup_extension("myst_nb")  # its node first, so that this visitor replaces its own
     from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput
 
     app.add_node(HideCodeCellNode, override=True, html=(visit_hide_input, depart_HideCellInput))
     app.connect("builder-inited", require_staged)
+    app.connect("html-page-context", include_scripts_once)
+    app.connect("build-finished", write_icons)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

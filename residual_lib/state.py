@@ -76,7 +76,7 @@ class RunState:
         self.last_train_loss = None
         self.diverged_at = None  # the step at which a loss was first seen non-finite
         self.resumed_from = None  # the step a checkpoint resumed this run at
-        self.resumed_code = None  # the code that wrote that checkpoint, where it was other code (asked for)
+        self.resumed_code = None  # other code that trained steps before a resume (asked for): a list, oldest first
         self.net = self.model  # what training steps call: the model, or its torch.compile'd wrapper
         self.compiled = False
 

@@ -10,11 +10,14 @@ rendered HTML sits in a box that scrolls sideways on its own when it is wider th
 
 from __future__ import annotations
 
+import html
 import math
 import numbers
 
 import numpy as np
 import pandas as pd
+
+from .architecture import display_name
 
 MISSING = "—"
 
@@ -47,7 +50,7 @@ def header(name) -> str:
     """The readable header of a column name."""
     if not isinstance(name, str):
         return str(name)
-    return HEADERS.get(name, name.replace("_", " "))
+    return HEADERS.get(name, display_name(name).replace("_", " "))
 
 
 _SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
@@ -59,19 +62,21 @@ def scientific(value: float, digits: int = 2) -> str:
     return f"{mantissa.replace('-', '−')}×10{str(int(exponent)).translate(_SUPERSCRIPT)}"
 
 
-def number(value, decimals: int = 3, small: bool = True) -> str:
+def number(value, decimals: int = 3, small: bool = True, grouped: bool = False) -> str:
     """One cell: ``—`` when missing, integers as they are (with thousands separators from
     10,000), floats to ``decimals`` places with a true minus sign (and no "−0.000": a value
     that rounds to zero is 0), or in scientific notation (:func:`scientific`) when fixed
     decimals would hide them (below 10^-decimals in size: gradient norms, p-values) or make
     them long (10^6 and above); with ``small`` False (a column of everyday magnitudes, such as
-    loss differences), a value that rounds to zero is written 0.000."""
+    loss differences), a value that rounds to zero is written 0.000; with ``grouped`` (a column
+    that holds a number of 10,000 or more), integers from 1,000 take separators too, so that a
+    column reads 2,000 beside 16,384, not 2000."""
     if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA or value is pd.NaT:
         return MISSING
     if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"
     if isinstance(value, numbers.Integral):
-        return f"{value:,}" if abs(value) >= 10_000 else str(value)
+        return f"{value:,}" if abs(value) >= (1_000 if grouped else 10_000) else str(value)
     if isinstance(value, numbers.Real):
         size = abs(float(value))
         if size == 0:
@@ -83,7 +88,7 @@ def number(value, decimals: int = 3, small: bool = True) -> str:
         text = f"{value:.{decimals}f}"
         return text.replace("-", "−") if float(text) != 0 else text.lstrip("-")
     text = str(value)
-    return MISSING if text in ("", "nan", "NaN", "None") else text
+    return MISSING if text in ("", "nan", "NaN", "None") else display_name(text)
 
 
 #: Pairs of bound columns shown as one "[low, high]" column, under this header.
@@ -112,13 +117,20 @@ def _spans(column: pd.Series) -> bool:
     return bool(len(values)) and bool((values > 0).all()) and bool((values < 5e-4).any())
 
 
+def _grouped(column: pd.Series) -> bool:
+    """Whether a column holds an integer of 10,000 or more (its integers from 1,000 then take separators)."""
+    return any(isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) and abs(v) >= 10_000
+               for v in column)
+
+
 def table(frame: pd.DataFrame | pd.Series, headers: dict[str, str] | None = None, decimals: int | dict = 3,
-          index: bool | str = False, caption: str | None = None):
+          index: bool | str = False, caption: str | None = None, anchor: str | None = None):
     """``frame`` as the book shows it (a pandas Styler; displays as HTML in a notebook).
 
     ``headers`` renames columns on top of :data:`HEADERS`; ``decimals`` is one count for every
     column or ``{column: count}`` for some (the others take 3); ``index=True`` keeps the index as
-    the first column (named after it), a string names it; ``caption`` goes above the table."""
+    the first column (named after it), a string names it; ``caption`` goes above the table;
+    ``anchor`` is the table's id, which a link to the evidence of a claim names (``tab-...``)."""
     per_column = decimals if isinstance(decimals, dict) else {}
     decimals = 3 if isinstance(decimals, dict) else decimals
     if isinstance(frame, pd.Series):
@@ -135,9 +147,10 @@ def table(frame: pd.DataFrame | pd.Series, headers: dict[str, str] | None = None
     frame.columns = [names.get(c, header(c)) if isinstance(c, str) else header(c) for c in frame.columns]
     if frame.columns.duplicated().any():
         raise ValueError(f"two columns share a header: {list(frame.columns)}; pass headers= to tell them apart")
-    text = pd.DataFrame({c: [number(v, d, _spans(frame[c])) for v in frame[c]] for c, d in zip(frame.columns, places)},
-                        index=frame.index)
-    styler = text.style.hide(axis="index").set_table_attributes('class="book-table"')
+    text = pd.DataFrame({c: [number(v, d, _spans(frame[c]), _grouped(frame[c])) for v in frame[c]]
+                         for c, d in zip(frame.columns, places)}, index=frame.index)
+    styler = text.style.hide(axis="index").set_table_attributes(
+        'class="book-table"' + (f' id="{anchor}"' if anchor else ""))
     numeric = [c for c, dtype in zip(frame.columns, frame.dtypes) if pd.api.types.is_numeric_dtype(dtype)
                and not pd.api.types.is_bool_dtype(dtype)]
     if numeric:
@@ -145,6 +158,14 @@ def table(frame: pd.DataFrame | pd.Series, headers: dict[str, str] | None = None
     if caption:
         styler = styler.set_caption(caption)
     return styler
+
+
+def folded(styler, summary: str):
+    """A long table folded under a one-line summary (an HTML ``<details>``), for tables a reader
+    consults rather than reads: closed, it takes one line of the page, also on a phone."""
+    from IPython.display import HTML
+
+    return HTML(f'<details class="book-fold"><summary>{html.escape(summary)}</summary>{styler.to_html()}</details>')
 
 
 def p_text(p: float) -> str:

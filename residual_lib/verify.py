@@ -43,7 +43,7 @@ from .isa import CPU_ISA, ISA_ENV
 
 from .paths import results_folder
 from .profiles import BOOK_PROFILE
-from .records import RecordError, read_record, seal, write_record
+from .records import RecordError, digest, read_record, seal, write_record
 from .runs import Run, RunError
 from .runtime import amx_available, machine_isa, resolve_device
 from .store import obtain
@@ -98,7 +98,9 @@ PUBLISHED = ("status", "diverged_at_step", "final_val_loss", "best_val_loss", "b
 
 
 def _fields(rec: dict) -> dict:
+    corpus = (rec.get("config") or {}).get("corpus_sha256")  # what the run trained on, where the record names it
     return {**{name: rec[name] for name in PUBLISHED if name in rec},
+            **({"config.corpus_sha256": corpus} if corpus is not None else {}),
             **_leaves(rec["curves"], "curves"),
             **{f"diagnostics.{k}": v for k, v in (rec.get("diagnostics") or {}).items()}}
 
@@ -238,6 +240,9 @@ def load_certificates(results_dir: str | os.PathLike | None = None, profile: str
     for file in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         try:
             cert = json.loads(file.read_text(encoding="utf-8"))
+            if cert.get("digest") != digest({k: v for k, v in cert.items() if k != "digest"}):
+                raise RecordError(file, "its content does not match its digest: the certificate was changed after "
+                                        "verify wrote it (rerun verify on its record)")
             row = {k: v for k, v in cert.items() if not isinstance(v, (list, dict))}
             row["n_fields_compared"] = len(cert["fields_compared"])
             row["difference_field"] = (cert["first_difference"] or {}).get("field")

@@ -395,6 +395,7 @@ def browser(built_book):
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync",
                  "--disable-background-networking", "--hide-scrollbars", "--window-size=1280,800"):
         options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # the console, for the error checks
     driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=driver_path))
     try:
         driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
@@ -786,3 +787,55 @@ def test_the_introduction_describes_the_profile_its_book_was_built_from(built_bo
     text = _text(built_book / "book" / "intro.html")
     assert "2 layers, 32 wide, with context 32" in text and "smoke-dropout" in text
     assert "128 wide" not in text and "cpu-dropout" not in text
+
+
+def _phone(driver) -> None:
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True})
+
+
+def test_on_a_phone_the_page_list_and_the_contents_open_when_tapped(browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver, base = browser
+    _phone(driver)
+    driver.get(f"{base}/notebooks/06_central.html")
+    for kind in ("primary", "secondary"):
+        shown = [b for b in driver.find_elements(By.CSS_SELECTOR, f".{kind}-toggle") if b.is_displayed()]
+        assert len(shown) == 1, kind
+        shown[0].click()
+        dialog = driver.find_element(By.ID, f"pst-{kind}-sidebar-modal")
+        WebDriverWait(driver, 5).until(lambda d: d.execute_script("return arguments[0].open", dialog))
+        links = [a for a in dialog.find_elements(By.CSS_SELECTOR, "a") if a.is_displayed()]
+        assert links and all(0 <= a.rect["x"] < 390 for a in links), kind  # on screen, not at left -292 px
+        driver.execute_script("arguments[0].close()", dialog)
+
+
+def test_the_tally_of_verdicts_is_in_the_first_screen_at_a_laptop_and_a_phone_width(browser):
+    driver, base = browser
+    for width, height, mobile in ((1280, 800, False), (390, 844, True)):
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                               {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": mobile})
+        driver.get(f"{base}/book/intro.html")
+        bottom = driver.execute_script(
+            "const p = Array.from(document.querySelectorAll('article p')).find(p => /^Of the paper.s \\d+ claims/"
+            ".test(p.textContent.trim())); return p ? p.getBoundingClientRect().bottom : null")
+        assert bottom is not None and bottom <= height, (width, bottom)
+
+
+def test_every_page_weighs_at_most_1_2_mb_and_logs_no_error(browser):
+    """All that a page loads (HTML, scripts, styles, images, fonts) stays under 1.2 MB, and its
+    console has no error: no script declared twice, no missing file, no warning from the theme."""
+    driver, base = browser
+    driver.get_log("browser")  # drop what came before
+    for page in BOOK_PAGES:
+        driver.get(f"{base}/{page}")
+        driver.execute_script("window.scrollTo(0, document.body.scrollHeight)")  # lazy images load
+        size = driver.execute_script(
+            "return new Promise(done => setTimeout(() => done(performance.getEntriesByType('navigation')"
+            ".concat(performance.getEntriesByType('resource')).reduce((n, e) => n + (e.decodedBodySize || 0), 0)),"
+            " 500))")
+        assert 0 < size <= 1.2e6, (page, size)
+        errors = [e["message"] for e in driver.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
+        assert not errors, (page, errors)

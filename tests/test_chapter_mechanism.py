@@ -149,11 +149,11 @@ def test_missing_runs_lists_labels_and_the_command_or_nothing():
 def test_mixer_references_and_caption_follow_the_control():
     without = finals(attn_only=[1.8], mixer=[2.0])
     lines = mechanism.mixer_references(without, 2.4)
-    assert list(lines) == ["no-mixing control (pointwise, mean of 0 seeds)", "bigram reference"]
-    assert math.isnan(lines["no-mixing control (pointwise, mean of 0 seeds)"]) and lines["bigram reference"] == 2.4
+    assert list(lines) == ["no-mixing control (mean of 0 seeds)", "bigram reference"]
+    assert math.isnan(lines["no-mixing control (mean of 0 seeds)"]) and lines["bigram reference"] == 2.4
     assert mechanism.mixer_caption(without).endswith("once its runs are recorded, the mean of the no-mixing control.")
     with_control = finals(attn_only=[1.8], mixer=[2.0], pointwise=[2.5, 2.7])
-    assert mechanism.mixer_references(with_control, 2.4)["no-mixing control (pointwise, mean of 2 seeds)"] == 2.6
+    assert mechanism.mixer_references(with_control, 2.4)["no-mixing control (mean of 2 seeds)"] == 2.6
     assert mechanism.mixer_caption(with_control).endswith("dash-dotted, the mean of the no-mixing control (the mixer's"
                                                           " layers without the average).")
 

@@ -108,13 +108,14 @@ def test_the_offline_gpt2_vocabulary_is_tiktokens():
 
 
 def test_models_count_parameters_per_book_profile_and_variant():
-    profiles = {"cpu": PROFILES["cpu"], "ladder-0.1m": PROFILES["ladder-0.1m"], "smoke": PROFILES["smoke"]}
+    profiles = {name: PROFILES[name] for name in ("paper-10m", "ladder-10m", "cpu", "ladder-3m", "ladder-0.1m", "smoke")}
     models = setup.models({"shakespeare_char": 65}, profiles)
-    assert models.profile.tolist() == ["cpu", "ladder-0.1m"]  # sorted; smoke left out
-    assert models.columns.tolist() == ["profile", "layers", "width", "context", "dataset", "steps", "tokens per step",
+    # stand-ins, then the ladder's rungs by size (3m before 10m), then the paper's; smoke left out
+    assert models.profile.tolist() == ["cpu", "ladder-0.1m", "ladder-3m", "ladder-10m", "paper-10m"]
+    assert models.columns.tolist() == ["profile", "shape", "dataset", "steps", "tokens per step",
                                        "full (M parameters)", "mixer (M parameters)"]
     cpu = models.set_index("profile").loc["cpu"]
-    assert (cpu["layers"], cpu["width"], cpu["context"], cpu["tokens per step"]) == (4, 128, 64, 32 * 64)
+    assert (cpu["shape"], cpu["tokens per step"]) == ("4 × 128, context 64", 32 * 64)
     assert cpu["mixer (M parameters)"] < cpu["full (M parameters)"]  # the mixer is the smaller sublayer
     # the tied head is counted once: 100 more tokens add one 128-wide embedding row each
     bigger = setup.models({"shakespeare_char": 165}, profiles).set_index("profile").loc["cpu"]

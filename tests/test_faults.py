@@ -475,11 +475,18 @@ def test_a_checkpoint_of_other_code_starts_over_unless_asked_and_then_the_record
     lines = [line for line in capsys.readouterr().err.splitlines() if "checkpoint" in line]
     assert len(lines) == 1 and "other code" in lines[0] and "starting over" in lines[0], lines
     assert trained and "resumed_from_step" not in read_record(over)["provenance"]
-    asked, trained = obtain([Run("smoke", "attn_only", 8)], tmp_path / "again", progress=False, checkpoint_every=50,
-                            resume_other_code=True)[0]
+    import residual_lib.train as train_module
+
+    with monkeypatch.context() as patch:  # continued as asked, checkpointed at 125, then killed again at step 140
+        _kill_at(patch, train_module, "take_step", 140)
+        with pytest.raises(_Killed):
+            obtain([Run("smoke", "attn_only", 8)], tmp_path / "again", progress=False, checkpoint_every=25,
+                   resume_other_code=True)
+    asked, trained = obtain([Run("smoke", "attn_only", 8)], tmp_path / "again", progress=False, checkpoint_every=25)[0]
     prov = read_record(asked)["provenance"]
-    assert prov["resumed_from_step"] == 100
-    assert prov["resumed_code"] == {**payload["code"], "step": 100} and prov["git_sha"] is not None
+    assert prov["resumed_from_step"] == 125  # the last resume was by the same code ...
+    # ... and the other code that trained the first 100 steps is still named
+    assert prov["resumed_code"] == [{**payload["code"], "step": 100}] and prov["git_sha"] is not None
 
 
 def test_a_killed_fused_group_resumes_bitwise_identical(tmp_path, monkeypatch):
@@ -584,11 +591,21 @@ def test_a_copy_of_a_results_folder_inside_results_is_left_out_and_named(good, t
     for where in (results, results / "smoke"):
         frame = load_records(where)
         assert list(frame["path"]) == [str(path)]  # one run, read from where the trainer files it
+    for flat in (results / "smoke-old", results / "rerun"):  # a copy in a folder not named after its profile
+        flat.mkdir(exist_ok=True)
+        shutil.copy(path, flat / path.name)
     done = cli("summary", "--profile", "smoke", "--results", str(results))
     assert done.returncode == 0, done.stderr
     assert re.search(r"^\s*smoke\s+full\s.*\s1\s", done.stdout, re.M)  # counted once
-    line = [l for l in done.stderr.splitlines() if "left out 2 record files" in l]
+    line = [l for l in done.stderr.splitlines() if "left out 2 record files filed outside" in l]
     assert len(line) == 1 and "rerun/smoke/ (1 file)" in line[0] and "smoke/again/ (1 file)" in line[0]
+    line = [l for l in done.stderr.splitlines() if "not named after their profile" in l]
+    assert len(line) == 1 and "rerun/ (1 file)" in line[0] and "smoke-old/ (1 file)" in line[0], done.stderr
+    # a results folder that happens to carry a profile's name is still read as a results folder
+    named = tmp_path / "cpu"
+    (named / "smoke").mkdir(parents=True)
+    shutil.copy(path, named / "smoke" / path.name)
+    assert len(load_records(named)) == 1
 
 
 def test_summary_prints_the_floor_the_verdicts_use_and_stops_quietly_at_a_closed_pipe(good, tmp_path):

@@ -41,10 +41,10 @@ def test_a_table_has_readable_headers_no_index_and_dashes_for_missing_values():
                          index=pd.Index(["attn_only", "ffn_only"], name="variant"))
     html = table(frame, index=True).to_html()
     assert "final val loss (nats)" in html and "bootstrap 95% CI low" in html and "n a" in html
-    assert ">variant<" in html and ">attn_only<" in html  # the index, kept on request, as a named column
+    assert ">variant<" in html and ">AttnOnly<" in html  # the index, kept on request, as a named column
     assert ">1.812<" in html and f">{MISSING}<" in html and "nan" not in html.lower()
     plain = table(frame).to_html()
-    assert ">attn_only<" not in plain  # no pandas index unless asked for
+    assert ">AttnOnly<" not in plain  # no pandas index unless asked for
     assert 'class="book-table"' in plain
 
 
@@ -85,3 +85,18 @@ def test_decimals_can_be_chosen_per_column():
     html = table(frame, decimals={"tokens per parameter": 1, "minutes": 0}).to_html()
     assert all(t in html for t in ("35.2", "0.4", ">3<", ">80<", "1.556"))
     assert "35.218" not in html and "80.207" not in html
+
+
+def test_a_column_with_a_large_integer_groups_every_integer_from_a_thousand_and_a_table_can_be_named():
+    frame = pd.DataFrame({"steps": [2000, 20_000, 150], "seed": [1337, 42, 123]})
+    html = table(frame, anchor="tab-budget").to_html()
+    assert ">2,000<" in html and ">20,000<" in html and ">150<" in html
+    assert ">1337<" in html  # a column without a number of 10,000 or more keeps its integers plain
+    assert 'id="tab-budget"' in html and 'class="book-table"' in html
+
+
+def test_tables_name_the_variants_as_the_prose_does():
+    frame = pd.DataFrame({"difference": ["ffn_only − attn_only", "full"], "attn_only": [1.0, 2.0]})
+    html = table(frame).to_html()
+    assert ">FFNOnly − AttnOnly<" in html and ">Full<" in html and ">AttnOnly</th>" in html
+    assert "attn_only" not in html and "attn only" not in html

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .. import budget
+from ..profiles import get_profile
 from ..tables import missing_runs, plural  # noqa: F401 (missing_runs: the notebook's)
 
 #: How :func:`decision_text` reads each outcome of :func:`residual_lib.budget.decide`.
@@ -15,6 +16,33 @@ READINGS = {
     "structural": "the collapse is structural at this budget",
     "undecided": "neither reading: the data do not decide between speed and structure",
 }
+
+
+def _tokens(n: int) -> str:
+    return f"{n / 1e6:.3g}M" if n >= 1e6 else f"{n / 1e3:.3g}K"
+
+
+def scope(profile: str, runs: list) -> dict[str, str]:
+    """The study's size at the book's ``profile``, from its planned ``runs``
+    (:func:`residual_lib.sections.plan`): ``here`` for the chapter's opening, ``intro`` for the
+    introduction; empty strings where the profile has no budget study."""
+    if not runs:
+        return {"here": "", "intro": ""}
+    study, stand_in = runs[0].profile, get_profile(profile)
+    seeds = [r.seed for r in runs if r.variant == "ffn_only"]
+    anchors = [r.seed for r in runs if r.variant == "attn_only"]
+    base = stand_in.tokens_per_step * stand_in.max_iters
+    tokens = study.tokens_per_step * study.max_iters
+    here = (f"FFNOnly at the `{profile}` shape for {study.max_iters:,} steps ({_tokens(tokens)} tokens, "
+            f"{tokens / base:.3g} times the stand-in's budget), at a constant learning rate after warm-up, so "
+            f"that a run's first steps do not depend on how long it lasts (profile `{study.name}`), with the "
+            f"fixed batches evaluated every {study.eval_interval:,} steps: {len(seeds)} {plural('seed', len(seeds))}, "
+            f"and AttnOnly and NoResidual at {len(anchors)} of them as anchors.")
+    intro = (f"Whether FFNOnly cannot learn or learns late is a question of budget: the stand-in's runs see "
+             f"{_tokens(base)} training tokens, the paper's 82M (read as nanoGPT's schedule, which the summary does "
+             f"not give). The budget study trains FFNOnly for {study.max_iters:,} steps at {len(seeds)} "
+             f"{plural('seed', len(seeds))}, under a decision rule fixed before its runs.")
+    return {"here": here, "intro": intro}
 
 
 def rule_text() -> str:

@@ -146,7 +146,7 @@ def mixer_references(records: pd.DataFrame, bigram: float) -> dict[str, float]:
     """The mixer figure's reference lines beside the floor: the no-mixing control's mean (NaN
     before its runs are recorded) and the bigram reference."""
     control = records.loc[records.variant == "pointwise", "final_val_loss"]
-    return {f"no-mixing control (pointwise, mean of {len(control)} seeds)": control.mean(), "bigram reference": bigram}
+    return {f"no-mixing control (mean of {len(control)} seeds)": control.mean(), "bigram reference": bigram}
 
 
 def mixer_caption(records: pd.DataFrame) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .. import analysis
-from ..sections import controlled, repeat_study
+from ..sections import central_sweep, repeat_study
 
 #: The scorecard claims the chapter's verdict box shows.
 CLAIMS = ["intermediate_reproduction", "nondeterministic_repeats", "original_record"]
@@ -43,8 +43,9 @@ SPREAD_HEADERS = {"count": "runs", "min": "min (nats)", "max": "max (nats)", "ma
 
 
 def seed_runs(records: pd.DataFrame, variant: str) -> pd.DataFrame:
-    """The first deterministic run of ``variant`` at every seed: its seed spread, free of repeat noise."""
-    runs = controlled(records)
+    """The first deterministic run of ``variant`` at every seed of the central sweep
+    (:func:`central_sweep`, the selection every page quotes): its seed spread, free of repeat noise."""
+    runs = central_sweep(records)
     return runs[runs.variant == variant]
 
 
@@ -67,7 +68,7 @@ def comparison(records: pd.DataFrame, claims: pd.DataFrame, variant: str, seed: 
     over_seeds = seed_runs(records, variant)["final_val_loss"]
     rows += [{"quantity": f"{variant} mean over seeds", "paper": intermediate["value"], "ours": over_seeds.mean()},
              {"quantity": f"{variant} std over seeds", "paper": intermediate["std"], "ours": over_seeds.std()}]
-    central = analysis.variant_summary(controlled(records))
+    central = analysis.variant_summary(central_sweep(records))
     for name in ("attn_only", "ffn_only"):
         ref = claims[(claims.claim == "asymmetry_10m") & (claims.variant == name)].iloc[0]
         rows.append({"quantity": f"{name} central mean", "paper": ref["value"], "ours": central.loc[name, "mean"]})

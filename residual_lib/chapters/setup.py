@@ -26,9 +26,6 @@ BPE_MISSING = ("The GPT-2 BPE corpus could not be loaded on the machine that bui
 GPT2_VOCAB = 256 + 50_000 + 1
 #: The two variants whose sizes the model table compares: the mixer replaces attention by a smaller mixer.
 SIZED_VARIANTS = ("full", "mixer")
-#: The profile columns shown beside each model's parameter count.
-SHAPE = {"layers": "n_layer", "width": "n_embd", "context": "block_size", "dataset": "dataset",
-         "steps": "max_iters", "tokens per step": "tokens_per_step"}
 #: The floor columns of :func:`floors` besides the whole split's, one per evaluation mode.
 FIXED, RANDOM = "fixed batches (fixed evaluation)", "random windows, expected (random evaluation)"
 #: The caption and alt text of the block-variants figure.
@@ -94,19 +91,24 @@ def vocab_sizes(char: Corpus) -> dict[str, int]:
 
 
 def models(vocab: Mapping[str, int], profiles: Mapping[str, Profile] = PROFILES) -> pd.DataFrame:
-    """One row per profile the book lists: its shape and budget, and the parameter count in millions of each
-    variant of :data:`SIZED_VARIANTS` (nanoGPT's count: tied head once, no position embeddings). Models are
-    built on PyTorch's ``meta`` device, so no memory is allocated."""
+    """One row per profile the book lists: its shape (layers × width, and context), corpus and
+    budget, and the parameter count in millions of each variant of :data:`SIZED_VARIANTS`
+    (nanoGPT's count: tied head once, no position embeddings). Rows run from the stand-ins to
+    the ladder's rungs to the paper's profiles, each group by size. Models are built on
+    PyTorch's ``meta`` device, so no memory is allocated."""
     rows = []
     for name in book_profiles(profiles):
         prof = profiles[name]
-        row = {"profile": name, **{column: getattr(prof, field) for column, field in SHAPE.items()}}
+        row = {"profile": name, "shape": f"{prof.n_layer} × {prof.n_embd}, context {prof.block_size}",
+               "dataset": prof.dataset, "steps": prof.max_iters, "tokens per step": prof.tokens_per_step}
         for variant in SIZED_VARIANTS:
             config = GPTConfig.for_profile(prof, variant, vocab_size=vocab[prof.dataset])
             with torch.device("meta"):
                 row[f"{variant} (M parameters)"] = ResidualGPT(config).num_params() / 1e6
         rows.append(row)
-    return pd.DataFrame(rows).sort_values("profile", ignore_index=True)
+    group = {"ladder": 1, "paper": 2}
+    rows.sort(key=lambda r: (group.get(r["profile"].split("-")[0], 0), r["full (M parameters)"], r["profile"]))
+    return pd.DataFrame(rows)
 
 
 def collapse_vs_floor(claims: pd.DataFrame, floors: pd.DataFrame) -> pd.DataFrame:

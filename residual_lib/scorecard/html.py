@@ -10,11 +10,11 @@ import pandas as pd
 from IPython.display import HTML
 
 from .. import paper
-from ..profiles import BOOK_PROFILE
+from ..profiles import BOOK_PROFILE, DROPOUT_TWIN, get_profile
 from ..tables import listing, table
 from ..tables import number as fmt
 from .claims import CLAIMS, TITLES
-from .rule import stand_ins
+from .rule import PAPER_SCALE, stand_ins
 from .verdicts import build
 
 #: Each verdict's symbol and short label in the verdict grid (a symbol as well as a colour,
@@ -38,14 +38,81 @@ def verdict_slug(verdict: str) -> str:
 
 def grid(table: pd.DataFrame, stand_in: str = BOOK_PROFILE) -> pd.DataFrame:
     """The verdict grid: one row per claim (its title, in the claims file's order), one
-    column per profile (the stand-in, paper-10m, paper-124m); empty where a claim is not
-    checked at that profile. Where a claim has rows at two scales for one profile (e.g.
-    10M and 124M values of one claim), the first is shown."""
-    columns = [*stand_ins(stand_in), "paper-10m", "paper-124m"]
+    column per profile (the stand-in and its twin, then each paper profile that has records:
+    one without would be a column of "not run at this scale", named instead in
+    ``attrs["without_records"]``, see :func:`grid_note`); empty where a claim is not checked
+    at that profile. Where a claim has rows at two scales for one profile (e.g. 10M and 124M
+    values of one claim), the first is shown."""
+    recorded = set(table[table.verdict != "not run at this scale"].profile)
+    columns = [*stand_ins(stand_in), *[p for p in PAPER_SCALE if p in recorded]]
     out = table.drop_duplicates(["claim", "profile"]).pivot(index="claim", columns="profile", values="verdict")
     out = out.reindex(index=list(dict.fromkeys(table.claim)), columns=columns)
     out.index = [TITLES.get(c, c) for c in out.index]
+    out.attrs["without_records"] = [p for p in PAPER_SCALE if p not in recorded]
     return out
+
+
+def grid_note(frame: pd.DataFrame) -> str:
+    """One sentence under the grid naming the paper profiles it leaves out for want of records."""
+    missing = frame.attrs.get("without_records") or []
+    if not missing:
+        return ""
+    named = " and ".join(f"`{p}`" for p in missing)
+    return (f"{named} {'have' if len(missing) > 1 else 'has'} no records yet, so {'their columns are' if len(missing) > 1 else 'its column is'} "
+            "left out: every claim there is not run at that scale.")
+
+
+def legend() -> str:
+    """The grid's symbols in one sentence, the same on every page that shows a grid."""
+    return ("✓ reproduced, or agrees with the paper's confirmed result; ◐ partly reproduced; ✗ not reproduced; "
+            "★ new evidence for or against a proposal the paper left open; ∅ not testable with these records; "
+            "? inconclusive at this scale; · not run at this scale; — not a claim at that profile.")
+
+
+def profiles_sentence(stand_in: str = BOOK_PROFILE) -> str:
+    """What a profile is, and the grid's profiles, for readers meeting the word above the grid."""
+    twin = DROPOUT_TWIN.get(stand_in)
+    size = get_profile(stand_in)
+    text = (f"Each column is a *profile*: a named setting of model, data and training budget. `{stand_in}` is the "
+            f"stand-in trained here ({size.n_layer} layers, {size.n_embd} wide, context {size.block_size})")
+    text += f", `{twin}` the same with dropout {get_profile(twin).dropout:g}" if twin else ""
+    return text + ", and `paper-10m` and `paper-124m` are the paper's 10M and 124M settings."
+
+
+#: Where each claim's evidence is shown: the page (under the book's root, without .html) and the
+#: figure or table it rests on (its id; None: the page as a whole).
+EVIDENCE: dict[str, tuple[str, str | None]] = {
+    "joint_collapse_10m": ("notebooks/04_joint_collapse", "fig-joint-collapse-curves"),
+    "joint_collapse_124m": ("notebooks/04_joint_collapse", None),
+    "layer0_starved_attn_only": ("notebooks/04_joint_collapse", "fig-layer0-gradients"),
+    "layer0_starved_ffn_only": ("notebooks/04_joint_collapse", "fig-layer0-gradients"),
+    "layer0_starved_no_residual": ("notebooks/04_joint_collapse", "fig-layer0-gradients"),
+    "layer0_full": ("notebooks/04_joint_collapse", "fig-layer0-gradients"),
+    "hidden_norm_growth": ("notebooks/07_mechanism", "tab-growth"),
+    "gain_confound": ("notebooks/05_confounds", "fig-gain-timing"),
+    "asymmetry_10m": ("notebooks/06_central", "fig-central-final"),
+    "ffn_collapse_10m": ("notebooks/10_ffn_escape", "fig-escape-distances"),
+    "ffn_vs_no_residual": ("notebooks/06_central", "tab-central-gaps"),
+    "ratio_10m": ("notebooks/06_central", "tab-central-summary"),
+    "seeds_124m": ("notebooks/06_central", "tab-central-summary"),
+    "alpha_routing": ("notebooks/07_mechanism", "fig-alpha-heatmap"),
+    "asymmetry_by_scale": ("notebooks/09_scale_ladder", "fig-ladder"),
+    "mixer_test": ("notebooks/07_mechanism", "fig-mixer"),
+    "intermediate_reproduction": ("notebooks/08_reproduction", "tab-paper-comparison"),
+    "nondeterministic_repeats": ("notebooks/08_reproduction", "tab-repeats"),
+    "original_record": ("notebooks/08_reproduction", "tab-paper-comparison"),
+    "eval_noise_explains": ("notebooks/05_confounds", "tab-eval-noise"),
+}
+#: The chapter that follows each section of the paper (chapter N is the paper's section N).
+SECTION_PAGES = {3: "notebooks/03_setup", 4: "notebooks/04_joint_collapse", 5: "notebooks/05_confounds",
+                 6: "notebooks/06_central", 7: "notebooks/07_mechanism", 8: "notebooks/08_reproduction"}
+
+
+def evidence_link(claim: str, root: str = "../") -> str:
+    """``../notebooks/06_central.html#fig-central-final``: where ``claim``'s evidence is shown,
+    from a page one folder below the book's root (``root``)."""
+    page, anchor = EVIDENCE[claim]
+    return f"{root}{page}.html" + (f"#{anchor}" if anchor else "")
 
 
 def claim_anchor(claim: str) -> str:
@@ -84,7 +151,11 @@ def grid_html(frame: pd.DataFrame, link: str = "scorecard.html", fragile_cells: 
                          f'<span class="verdict-label"> {html.escape(label)}</span>{mark}</td>')
         name = html.escape(str(claim)).replace("/", "/<wbr>")  # "FFNOnly/AttnOnly" breaks on a phone
         if claim in ids:
-            name = f'<a href="{link}#{claim_anchor(ids[claim])}">{name}</a>'
+            chapter = Path(EVIDENCE[ids[claim]][0]).name[:2].lstrip("0")
+            # the verdict's rule on the scorecard, and the figure or table it rests on
+            name = (f'<a href="{link}#{claim_anchor(ids[claim])}">{name}</a> <a class="grid-evidence" '
+                    f'href="{evidence_link(ids[claim])}" aria-label="the evidence, in chapter {chapter}">'
+                    f'ch.&nbsp;{chapter}</a>')
             note = CLAIMS[ids[claim]].note
             name += f'<span class="claim-note">{html.escape(note)}</span>' if note else ""
         rows.append(f"<tr><th scope=\"row\">{name}</th>{''.join(cells)}</tr>")
@@ -113,13 +184,31 @@ def claims_html(table: pd.DataFrame) -> str:
             f'<details class="claim-block" id="{claim_anchor(claim)}">'
             f'<summary><span class="claim-title">{html.escape(TITLES.get(claim, claim))}</span>'
             f'<span class="claim-verdicts">{verdicts}</span></summary>'
-            f'<p><em>The paper (section {html.escape(str(first.section))}):</em> {html.escape(first.statement)}</p>'
+            f"<p><em>The paper ({_section(first.section)}):</em> {html.escape(first.statement)}</p>"
             f"<p><em>The paper's values:</em> {html.escape(first.paper)}</p>{note}"
-            f'<div class="table-scroll"><table class="claim-rows"><thead><tr><th scope="col">profile</th>'
+            f'<div class="table-scroll"><table class="claim-rows book-table"><thead><tr><th scope="col">profile</th>'
             f'<th scope="col">verdict</th><th scope="col">ours</th><th scope="col">seeds</th></tr></thead>'
             f"<tbody>{per_profile}</tbody></table></div>"
-            + (f"<p><em>Rule:</em> {html.escape(rule)}</p>" if rule else "") + "</details>")
+            + (f"<p><em>Rule:</em> {html.escape(rule)}</p>" if rule else "")
+            + f'<p class="claim-evidence"><a href="{evidence_link(claim)}">{_evidence_label(claim)}</a></p></details>')
     return f'<div class="claim-blocks" id="scorecard-claims">{"".join(blocks)}</div>'
+
+
+def _section(section) -> str:
+    """"section 6", linked to the chapter that follows that section of the paper where there is one."""
+    try:
+        page = SECTION_PAGES.get(int(section))
+    except (TypeError, ValueError):
+        page = None
+    text = f"section {html.escape(str(section))}"
+    return f'<a href="../{page}.html">{text}</a>' if page else text
+
+
+def _evidence_label(claim: str) -> str:
+    page, anchor = EVIDENCE[claim]
+    chapter = int(Path(page).name[:2]) if Path(page).name[:2].isdigit() else None
+    what = {"fig": "the figure", "tab": "the table"}.get((anchor or "").split("-")[0], "the chapter")
+    return f"Evidence: {what} in chapter {chapter} →" if chapter else f"Evidence: {what} →"
 
 
 def _runs(frame: pd.DataFrame) -> str:

@@ -315,7 +315,7 @@ def _mixer(r: ProfileRecords, rows):
       f"paper's confirmed (controlled) result; a spread of {limits.SEED_SPREAD} or more "
       "reproduces the anomaly")
 def _intermediate(r: ProfileRecords, rows):
-    attn = r.central[r.central.variant == "attn_only"]
+    attn = r.sweep[r.sweep.variant == "attn_only"]  # the seeds every page quotes AttnOnly's mean over
     if len(attn) < 2:
         return None
     std = attn.final_val_loss.std()

@@ -83,6 +83,13 @@ AMENDMENTS: tuple[Amendment, ...] = (
               "a fault probe: a copied results folder was counted again, a shuffled corpus trained under the "
               "profile's name, and one missing record let two pages state two means for one claim",
               records_existed=False),
+    Amendment("05844b1a41f4c95ea0401535610b280f67f76946a516b95deb4c70826a180502", "2026-12-05",
+              "a record in a folder not named after its profile is left out; records of one profile that name "
+              "different corpora are kept apart; the intermediate-reproduction rule reads AttnOnly over the central "
+              "sweep's seeds",
+              "a second fault probe: copies filed beside the profile folders were bad records, OpenWebText records "
+              "of other documents shared a profile, and AttnOnly's mean was quoted over two sets of seeds",
+              records_existed=False),
 )
 
 

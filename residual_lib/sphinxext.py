@@ -60,7 +60,8 @@ def include_scripts_once(app, pagename, templatename, context, doctree) -> None:
     seen, kept = set(), []
     for script in context.get("script_files", []):
         attributes = getattr(script, "attributes", {})
-        key = (str(getattr(script, "filename", script)), tuple(sorted((k, str(v)) for k, v in attributes.items())))
+        # an inline script's filename is None or "" depending on who added it
+        key = (str(getattr(script, "filename", script) or ""), tuple(sorted((k, str(v)) for k, v in attributes.items())))
         if key not in seen:
             seen.add(key)
             kept.append(script)
@@ -165,6 +166,6 @@ def setup(app):
 
     app.add_node(HideCodeCellNode, override=True, html=(visit_hide_input, depart_HideCellInput))
     app.connect("builder-inited", require_staged)
-    app.connect("html-page-context", include_scripts_once)
+    app.connect("html-page-context", include_scripts_once, priority=100)
     app.connect("build-finished", write_icons)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -839,3 +839,21 @@ def test_every_page_weighs_at_most_1_2_mb_and_logs_no_error(browser):
         assert 0 < size <= 1.2e6, (page, size)
         errors = [e["message"] for e in driver.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
         assert not errors, (page, errors)
+
+
+def test_every_verdict_is_two_clicks_from_its_evidence(built_book):
+    """Each claim block and each grid row links to the figure or table its verdict rests on, and
+    that anchor exists on its page; the paper's section links to its chapter."""
+    scorecard_page = (built_book / "book" / "scorecard.html").read_text()
+    blocks = re.findall(r'<details class="claim-block" id="([^"]+)">(.*?)</details>', scorecard_page, re.S)
+    assert len(blocks) == len(scorecard.EVIDENCE)
+    for anchor, block in blocks:
+        links = re.findall(r'<p class="claim-evidence"><a href="\.\./([^"#]+)(?:#([^"]+))?"', block)
+        assert len(links) == 1, anchor
+        page, target = links[0]
+        assert (built_book / page).is_file(), (anchor, page)
+        if target:
+            assert f'id="{target}"' in (built_book / page).read_text(), (anchor, page, target)
+    assert re.search(r'The paper \(<a href="\.\./notebooks/06_central\.html">section 6</a>\)', scorecard_page)
+    grid = scorecard_page[scorecard_page.index('id="verdict-grid"'):]
+    assert grid.count('class="grid-evidence"') == len(scorecard.EVIDENCE)

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 import pandas as pd
 import torch
 
+from ..architecture import DISPLAY_NAMES
 from ..data import Corpus, DataError, eval_floor, gpt2_encoding, load_corpus
 from ..model import GPTConfig, ResidualGPT
 from ..profiles import PROFILES, Profile
@@ -99,15 +100,15 @@ def models(vocab: Mapping[str, int], profiles: Mapping[str, Profile] = PROFILES)
     rows = []
     for name in book_profiles(profiles):
         prof = profiles[name]
-        row = {"profile": name, "shape": f"{prof.n_layer} × {prof.n_embd}, context {prof.block_size}",
-               "dataset": prof.dataset, "steps": prof.max_iters, "tokens per step": prof.tokens_per_step}
+        row = {"profile": name, "layers×width": f"{prof.n_layer}×{prof.n_embd}", "context": prof.block_size,
+               "corpus": prof.dataset, "steps": prof.max_iters, "tokens per step": prof.tokens_per_step}
         for variant in SIZED_VARIANTS:
             config = GPTConfig.for_profile(prof, variant, vocab_size=vocab[prof.dataset])
             with torch.device("meta"):
-                row[f"{variant} (M parameters)"] = ResidualGPT(config).num_params() / 1e6
+                row[f"{DISPLAY_NAMES.get(variant, variant)} (M parameters)"] = ResidualGPT(config).num_params() / 1e6
         rows.append(row)
     group = {"ladder": 1, "paper": 2}
-    rows.sort(key=lambda r: (group.get(r["profile"].split("-")[0], 0), r["full (M parameters)"], r["profile"]))
+    rows.sort(key=lambda r: (group.get(r["profile"].split("-")[0], 0), r["Full (M parameters)"], r["profile"]))
     return pd.DataFrame(rows)
 
 

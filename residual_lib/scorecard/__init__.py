@@ -43,6 +43,7 @@ them (rows in the claims file's order), :mod:`.prose` and :mod:`.html` present t
 from . import limits
 from .claims import CLAIMS, TITLES, Claim
 from .html import (
+    EVIDENCE,
     GRID_LABELS,
     badge,
     claim_anchor,
@@ -72,7 +73,7 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "ALPHA_NEAR_ONE", "CLAIMS", "Claim", "DRIFT_REL", "ESCAPE_CONFIDENCE", "FLOOR_TOL", "GAIN_TOL", "GRID_LABELS",
+    "ALPHA_NEAR_ONE", "CLAIMS", "EVIDENCE", "Claim", "DRIFT_REL", "ESCAPE_CONFIDENCE", "FLOOR_TOL", "GAIN_TOL", "GRID_LABELS",
     "LAYER0_FROM", "LAYER0_ZERO", "NOISE_SHARE", "PAPER_SCALE", "RECOVERY_MARGIN", "REL_TOL", "RULES", "Rule",
     "SEED_SPREAD", "SPREAD_TOL", "THRESHOLDS", "TITLES", "Threshold", "VERDICTS", "badge", "build", "claim_anchor",
     "claims_html", "count_sentence", "fragile", "grid", "grid_html", "grid_note", "legend", "profiles_sentence", "headline", "profiles_for_scale", "scale_note", "stand_in_scope",

@@ -46,8 +46,10 @@ glue("verdict_counts_here", counts_text)
 glue("n_rows", len(table))
 glue("n_rows_here", len(checked))
 glue("stand_in", profile)
-glue("stand_in_scope", Prose(scorecard.stand_in_scope(profile)))  # the introduction's "What was run"
-glue("profiles_sentence", Prose(scorecard.profiles_sentence(profile)))  # also on the introduction
+# the introduction's "What was run"
+glue("stand_in_scope", Prose(scorecard.stand_in_scope(profile)))
+# also on the introduction
+glue("profiles_sentence", Prose(scorecard.profiles_sentence(profile)))
 glue("legend", Prose(scorecard.legend()))  # the same words on the introduction
 verdicts = scorecard.grid(table, stand_in=profile)
 grid_html = scorecard.grid_html(verdicts, fragile_cells=fragile)

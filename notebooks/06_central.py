@@ -39,8 +39,9 @@ from residual_lib.sections import central_sweep
 from residual_lib.tables import table
 
 everything = notebook_records("06_central", globals())
-# the central sweep as every page and the scorecard quote it: every variant over the same seeds
-records = central_sweep(everything[everything.profile == profile])  # the dropout twin's runs: below
+# the central sweep as every page and the scorecard quote it: every variant over the
+# same seeds (the dropout twin's runs: below)
+records = central_sweep(everything[everything.profile == profile])
 records.attrs = {**everything.attrs, "left_out": records.attrs["left_out"]}
 # the unigram floor of the fixed evaluation batches
 floor = records["eval_floor"].iloc[0]
@@ -59,7 +60,12 @@ summary = central.loss_summary(records, floor)
 # quoted in the book's prose
 for name, text in central.quoted_numbers(records, summary, floor).items():
     glue(name, text)
-table(summary, index="variant", headers={"below the floor": "below the floor (nats)"}, anchor="tab-central-summary")
+table(
+    summary,
+    index="variant",
+    headers={"below the floor": "below the floor (nats)"},
+    anchor="tab-central-summary",
+)
 
 # %%
 plots.show(
@@ -104,7 +110,12 @@ plots.show(
 
 # %%
 headers = {"gap": "gap (nats)", "n_a": "seeds (a)", "n_b": "seeds (b)"}
-table(central.gaps(records, floor), index="difference", headers=headers, anchor="tab-central-gaps")
+table(
+    central.gaps(records, floor),
+    index="difference",
+    headers=headers,
+    anchor="tab-central-gaps",
+)
 
 # %% [markdown]
 # ## With dropout 0.2

@@ -34,7 +34,7 @@ from residual_lib.chapters import escape
 from residual_lib.notebook import notebook_records
 from residual_lib.frames import profile_input_blind_line
 from residual_lib.sections import ESCAPE_LINES_FIXED, ESCAPE_THRESHOLDS
-from residual_lib.tables import folded, table
+from residual_lib.tables import table
 
 records = notebook_records("10_ffn_escape", globals(), skip_missing=True)
 runs = escape.label_conditions(escapes.escapes(records, scorecard.FLOOR_TOL), profile)
@@ -175,9 +175,7 @@ layer0 = escape.layer0_by_outcome(analysis.layer0_after(runs), runs)
 # ## Every run
 
 # %%
-every_run = escape.runs_table(runs, order)
-folded(table(every_run, headers={"below_floor": "below the floor (nats)"}),
-       f"Show all {len(every_run)} runs: condition, seed, final loss, distance below the floor and escape step")
+escape.every_run(runs, order)
 
 # %% [markdown]
 # ## Runs not recorded yet

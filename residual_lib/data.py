@@ -41,15 +41,14 @@ from typing import Callable
 import numpy as np
 
 from .batches import fixed_val_batches
-from .files import atomic_write
+from .files import atomic_write, files_sha256
 from .tables import plural
 
 SHAKESPEARE_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
 SHAKESPEARE_SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
 OPENWEBTEXT_SOURCE = "Skylion007/openwebtext"
 CORPORA = ("shakespeare_char", "shakespeare_gpt2", "openwebtext")
-#: The sha256 a corpus's records must name where it is fixed in advance (OpenWebText's token
-#: files depend on the documents taken, so its records name theirs without a reference).
+#: The sha256 a corpus's records must name, where fixed in advance (not OpenWebText's).
 CORPUS_SHA256 = {"shakespeare_char": SHAKESPEARE_SHA256, "shakespeare_gpt2": SHAKESPEARE_SHA256}
 
 
@@ -205,19 +204,7 @@ def _openwebtext(directory) -> Corpus:
     train = np.memmap(root / "train.bin", dtype=np.uint16, mode="r")
     val = np.memmap(root / "val.bin", dtype=np.uint16, mode="r")
     return Corpus("openwebtext", train, val, enc.n_vocab, enc.decode, floor_smoothing=1.0,
-                  sha256=_files_sha256(tuple((p, p.stat().st_size, p.stat().st_mtime)
-                                             for p in (root / "train.bin", root / "val.bin"))))
-
-
-@functools.lru_cache(maxsize=4)
-def _files_sha256(files: tuple) -> str:
-    """sha256 over the files' bytes in order (read in chunks; once per process while unchanged)."""
-    digest = hashlib.sha256()
-    for path, _, _ in files:
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 24), b""):
-                digest.update(block)
-    return digest.hexdigest()
+                  sha256=files_sha256(root / "train.bin", root / "val.bin"))
 
 
 def load_corpus(name: str, directory: str | os.PathLike | None = None) -> Corpus:

@@ -3,6 +3,8 @@ executed notebook and report is written beside its destination and renamed into 
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import shutil
 import tempfile
@@ -63,3 +65,19 @@ def check_writable(folder: str | os.PathLike, option: str = "--results", what: s
         raise NotWritableError(f"only {free / 2**20:.0f} MB free under {existing}: free some space or pass "
                                f"{option} another folder")
     return folder
+
+
+def files_sha256(*paths: Path) -> str:
+    """sha256 over the files' bytes, in order: read in chunks, and once per process while the
+    files keep their sizes and modification times."""
+    return _sha256(tuple((Path(p), Path(p).stat().st_size, Path(p).stat().st_mtime_ns) for p in paths))
+
+
+@functools.lru_cache(maxsize=4)
+def _sha256(files: tuple) -> str:
+    digest = hashlib.sha256()
+    for path, _, _ in files:
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 24), b""):
+                digest.update(block)
+    return digest.hexdigest()

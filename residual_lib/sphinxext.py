@@ -16,7 +16,8 @@
   instead, which holds only the icons the pages use, read from that same bundle
   (:func:`write_icons`), and draws them as inline SVG as the bundle did. A script the theme's
   extensions add twice (sphinx-thebe's configuration, whose second copy redeclares a
-  constant) is included once (:func:`include_scripts_once`).
+  constant) is included once, and sphinx-design's assets only on a page that uses them
+  (:func:`include_scripts_once`).
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ def visit_hide_input(self, node) -> None:
 
 
 def include_scripts_once(app, pagename, templatename, context, doctree) -> None:
-    """``html-page-context``: each script the page includes, once (the first of equal ones)."""
+    """``html-page-context``: each script the page includes, once (the first of equal ones), and
+    none of sphinx-design's assets on a page that uses none of its components."""
     seen, kept = set(), []
     for script in context.get("script_files", []):
         attributes = getattr(script, "attributes", {})
@@ -67,6 +69,12 @@ def include_scripts_once(app, pagename, templatename, context, doctree) -> None:
             kept.append(script)
     if "script_files" in context:
         context["script_files"][:] = kept
+    # sphinx-design's styles and tab script (60 kB) on a page with none of its components
+    if "sd-" not in context.get("body", ""):
+        for name, unused in (("script_files", "design-tabs.js"), ("css_files", "sphinx-design.min.css")):
+            if name in context:
+                context[name][:] = [f for f in context[name]
+                                    if Path(str(getattr(f, "filename", f) or "")).name != unused]
 
 
 #: One icon of the bundle: ``name:[width,height,[aliases],"unicode","path"]``.
@@ -129,6 +137,26 @@ _ICONS_JS = """/* The book's icons: those of the Font Awesome Free bundle (CC BY
 """
 
 
+#: An empty icon element the theme writes, ``<i class="fa-solid fa-bars" ...></i>``.
+_ICON_TAG = re.compile(r'<(i|span)\b([^>]*?)\bclass="([^"]*\bfa-[^"]*)"([^>]*)></\1>')
+
+
+def inline_icon(match: re.Match, icons: dict) -> str:
+    """The SVG the Font Awesome script would draw for one icon element (the element kept when
+    its icon is unknown): its other attributes kept, hidden from screen readers as the
+    script hides it."""
+    before, classes, after = match.group(2), match.group(3).split(), match.group(4)
+    style = next((_STYLES[c] for c in classes if c in _STYLES), "fas")
+    name = next((c[3:] for c in classes if c.startswith("fa-") and f"{style} {c[3:]}" in icons), None)
+    if name is None:
+        return match.group(0)
+    width, height, path = icons[f"{style} {name}"]
+    kept = " ".join(c for c in classes if c not in _STYLES)
+    attributes = " ".join(a.strip() for a in (before, after) if a.strip())
+    return (f'<svg {attributes + " " if attributes else ""}class="svg-inline--fa {kept}" viewBox="0 0 {width} '
+            f'{height}" aria-hidden="true" focusable="false"><path fill="currentColor" d="{path}"></path></svg>')
+
+
 def write_icons(app, exception) -> None:
     """``build-finished``: write ``_static/icons.js`` with the icons the built pages use, and
     point every page at it instead of the theme's whole Font Awesome bundle. Where the bundle
@@ -153,6 +181,9 @@ def write_icons(app, exception) -> None:
     (out / "_static" / "icons.js").write_text(script, encoding="utf-8")
     for page in pages:
         text = page.read_text(encoding="utf-8")
+        # drawn into the page itself: an <i> left for a script to replace would make the theme's
+        # CSS fetch Font Awesome's web fonts (270 kB) for the moment before it runs
+        text = _ICON_TAG.sub(lambda m: inline_icon(m, used), text)
         lighter = _BUNDLE_TAG.sub(lambda m: f'<script defer src="{m.group(1)}_static/icons.js"></script>', text)
         lighter = re.sub(r'<link rel="preload" as="script" href="[^"]*_static/scripts/fontawesome\.js[^"]*"\s*/?>\n?',
                          "", lighter)

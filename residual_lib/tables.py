@@ -130,7 +130,8 @@ def table(frame: pd.DataFrame | pd.Series, headers: dict[str, str] | None = None
     ``headers`` renames columns on top of :data:`HEADERS`; ``decimals`` is one count for every
     column or ``{column: count}`` for some (the others take 3); ``index=True`` keeps the index as
     the first column (named after it), a string names it; ``caption`` goes above the table;
-    ``anchor`` is the table's id, which a link to the evidence of a claim names (``tab-...``)."""
+    ``anchor`` names the table: its id is ``T_<anchor>`` (pandas prefixes ``T_``), which a link
+    to the evidence of a claim names."""
     per_column = decimals if isinstance(decimals, dict) else {}
     decimals = 3 if isinstance(decimals, dict) else decimals
     if isinstance(frame, pd.Series):
@@ -149,8 +150,9 @@ def table(frame: pd.DataFrame | pd.Series, headers: dict[str, str] | None = None
         raise ValueError(f"two columns share a header: {list(frame.columns)}; pass headers= to tell them apart")
     text = pd.DataFrame({c: [number(v, d, _spans(frame[c]), _grouped(frame[c])) for v in frame[c]]
                          for c, d in zip(frame.columns, places)}, index=frame.index)
-    styler = text.style.hide(axis="index").set_table_attributes(
-        'class="book-table"' + (f' id="{anchor}"' if anchor else ""))
+    styler = text.style.hide(axis="index").set_table_attributes('class="book-table"')
+    if anchor:  # pandas names a table T_<uuid>: the anchor is T_<anchor>
+        styler = styler.set_uuid(anchor)
     numeric = [c for c, dtype in zip(frame.columns, frame.dtypes) if pd.api.types.is_numeric_dtype(dtype)
                and not pd.api.types.is_bool_dtype(dtype)]
     if numeric:

@@ -272,7 +272,8 @@ def certificates_text(certificates: pd.DataFrame, runs: pd.DataFrame) -> str:
         said.append(f"FFNOnly seed {cert.seed} (`{cert.profile}`, final loss {cert.final_val_loss:.3f}), recorded "
                     f"at commit {str(cert.record_commit)[:7]} and retrained at commit {str(cert.rerun_commit)[:7]}, "
                     f"was {outcome}." + (" That certificate is stale: the record has changed since it was verified, "
-                                         "so it vouches for nothing now (rerun verify)." if cert.stale else ""))
+                                         "so it vouches for nothing now (rerun verify)." if getattr(cert, "stale", False)
+                                         else ""))
     missing = runs[~runs.key.isin(set(certificates.key))]
     if len(missing):
         seeds = ", ".join(str(s) for s in sorted(missing.seed))

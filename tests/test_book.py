@@ -304,16 +304,20 @@ def test_the_book_in_a_real_browser(built_book):
         loaded = ("const imgs = Array.from(document.images).filter(i => i.closest('article'));"
                   "imgs.forEach(i => i.scrollIntoView());"
                   "return [imgs.length, imgs.filter(i => i.complete && i.naturalWidth > 0).length]")
-        # the introduction's first screen: the outcome in words, then the top of the verdict grid
+        # the introduction's first screen: the outcome in words (the tally), then the top of the
+        # verdict grid; the central claim in sentences right after the grid
         driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
                                {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
         driver.get(f"{base}/book/intro.html")
-        top, words = driver.execute_script(
+        top, words, after = driver.execute_script(
             "const g = document.getElementById('verdict-grid');"
-            "const p = Array.from(document.querySelectorAll('article p')).find(p => p.textContent.includes("
-            "'central claim'));"
-            "return [g.getBoundingClientRect().top, p && (p.compareDocumentPosition(g) & 4) ? p.textContent : null]")
-        assert top <= 800 and words and "FFNOnly" in words, (top, words)
+            "const ps = Array.from(document.querySelectorAll('article p'));"
+            "const p = ps.find(p => /^Of the paper.s \\d+ claims/.test(p.textContent.trim()));"
+            "const c = ps.find(p => p.textContent.includes('central claim'));"
+            "return [g.getBoundingClientRect().top, p && (p.compareDocumentPosition(g) & 4) ? p.textContent : null,"
+            " c && (g.compareDocumentPosition(c) & 4) ? c.textContent : null]")
+        assert top <= 800 and words and "reproduced" in words, (top, words)
+        assert after and "FFNOnly" in after
         # figures a phone reader can read: a 2x PNG drawn at >= 0.6 of its design size
         scale = ("return Array.from(document.querySelectorAll('article img')).filter(i => i.src.endsWith('.png'))"
                  ".map(i => { i.scrollIntoView(); return [i.src.slice(-40), i.clientWidth / (i.naturalWidth / 2)]; })")
@@ -857,3 +861,18 @@ def test_every_verdict_is_two_clicks_from_its_evidence(built_book):
     assert re.search(r'The paper \(<a href="\.\./notebooks/06_central\.html">section 6</a>\)', scorecard_page)
     grid = scorecard_page[scorecard_page.index('id="verdict-grid"'):]
     assert grid.count('class="grid-evidence"') == len(scorecard.EVIDENCE)
+
+
+def test_icons_are_drawn_into_the_page_from_the_themes_own_bundle(built_book):
+    """No page loads the 1.5 MB Font Awesome bundle or leaves an <i> icon for it to draw (whose
+    web fonts the theme's CSS would then fetch): each icon is an SVG path of that bundle."""
+    from residual_lib.sphinxext import bundle_icons
+
+    icons = bundle_icons((built_book / "_static" / "scripts" / "fontawesome.js").read_text())
+    bars = icons["fas"]["bars"]
+    for page in BOOK_PAGES:
+        html = (built_book / page).read_text()
+        assert "fontawesome.js" not in html and not re.search(r'<i\b[^>]*class="[^"]*\bfa-', html), page
+    intro = (built_book / "book" / "intro.html").read_text()
+    assert f'viewBox="0 0 {bars[0]} {bars[1]}" aria-hidden="true" focusable="false"><path fill="currentColor" ' \
+           f'd="{bars[2]}"></path></svg>' in intro

@@ -163,7 +163,7 @@ def test_verification_covers_the_runs_that_escape_as_recorded_only():
                                  for key, seed in (("k0", 42), ("k3", 1337))])
     text = escape.verification_text(runs, certificates, "cpu")
     assert text.startswith("FFNOnly seed 42 (`cpu`, final loss 3.253), recorded at commit 8e2290f and retrained at"
-                           " commit 54b7525, is bitwise equal to its record in all 18 fields compared.")
+                           " commit 54b7525, was bitwise equal to its record in all 18 fields compared.")
     assert "Not retrained yet: seed 123 " in text and "1337" not in text
     assert escape.verification_text(runs[runs.seed == 7], certificates, "cpu").startswith("No run escapes")
 

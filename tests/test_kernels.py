@@ -173,7 +173,12 @@ def test_two_records_of_one_key_count_as_one_run(tmp_path, capsys):
     assert frame.cpu_capability.iloc[0] == torch.backends.cpu.get_cpu_capability()
     assert frame.precision.iloc[0] == "fp32"
     err = capsys.readouterr().err
-    assert "1 record file with the key of another left out" in err and str(copy) in err
+    assert "left out 1 record file filed outside <results>/<profile>/" in err and str(copy.parent) in err
+    # both folders asked for by name: two records of one key, one run
+    frame = load_records([path.parent, copy.parent])
+    assert len(frame) == 1 and frame.path.iloc[0] == str(path)
+    err = capsys.readouterr().err
+    assert "left out 1 record file with the key of another (one run counts once)" in err and str(copy.parent) in err
 
 
 @pytest.mark.parametrize("variant", ["full", "attn_only", "ffn_only", "no_residual"])

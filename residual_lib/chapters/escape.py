@@ -11,7 +11,7 @@ from .. import analysis, escapes, scorecard, verify
 from ..profiles import BOOK_PROFILE, get_profile
 from ..sections import (DROPOUT_CONDITION as DROPOUT, ESCAPE_INIT_NOISE, ESCAPE_PROFILES, ESCAPE_THRESHOLDS,
                         LONG_CONDITION, escape_condition)
-from ..tables import listing, missing_runs, scientific  # noqa: F401 (missing_runs: the notebook's)
+from ..tables import folded, listing, missing_runs, scientific, table  # noqa: F401 (missing_runs: the notebook's)
 
 
 def prose_constants(escape_gains, profile: str = BOOK_PROFILE) -> dict[str, str]:
@@ -243,6 +243,14 @@ def layer0_by_outcome(layer0: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     parts = [c for c in ("median_attn", "median_mlp", "median_ln") if layer0[c].notna().any()]
     by_outcome = (layer0.dropna(subset=parts) if parts else layer0).groupby(["condition", "escaped"])
     return by_outcome[["median", *parts]].median().reset_index()
+
+
+def every_run(runs: pd.DataFrame, order: list[str]):
+    """:func:`runs_table` as the page shows it: folded under a one-line summary (a table of a
+    row per run is consulted, not read, and unfolded it is metres long on a phone)."""
+    shown = runs_table(runs, order)
+    return folded(table(shown, headers={"below_floor": "below the floor (nats)"}),
+                  f"Show all {len(shown)} runs: condition, seed, final loss, distance below the floor and escape step")
 
 
 def runs_table(runs: pd.DataFrame, order: list[str]) -> pd.DataFrame:

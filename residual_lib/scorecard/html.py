@@ -88,20 +88,20 @@ EVIDENCE: dict[str, tuple[str, str | None]] = {
     "layer0_starved_ffn_only": ("notebooks/04_joint_collapse", "fig-layer0-gradients"),
     "layer0_starved_no_residual": ("notebooks/04_joint_collapse", "fig-layer0-gradients"),
     "layer0_full": ("notebooks/04_joint_collapse", "fig-layer0-gradients"),
-    "hidden_norm_growth": ("notebooks/07_mechanism", "tab-growth"),
+    "hidden_norm_growth": ("notebooks/07_mechanism", "T_tab-growth"),
     "gain_confound": ("notebooks/05_confounds", "fig-gain-timing"),
     "asymmetry_10m": ("notebooks/06_central", "fig-central-final"),
     "ffn_collapse_10m": ("notebooks/10_ffn_escape", "fig-escape-distances"),
-    "ffn_vs_no_residual": ("notebooks/06_central", "tab-central-gaps"),
-    "ratio_10m": ("notebooks/06_central", "tab-central-summary"),
-    "seeds_124m": ("notebooks/06_central", "tab-central-summary"),
+    "ffn_vs_no_residual": ("notebooks/06_central", "T_tab-central-gaps"),
+    "ratio_10m": ("notebooks/06_central", "T_tab-central-summary"),
+    "seeds_124m": ("notebooks/06_central", "T_tab-central-summary"),
     "alpha_routing": ("notebooks/07_mechanism", "fig-alpha-heatmap"),
     "asymmetry_by_scale": ("notebooks/09_scale_ladder", "fig-ladder"),
     "mixer_test": ("notebooks/07_mechanism", "fig-mixer"),
-    "intermediate_reproduction": ("notebooks/08_reproduction", "tab-paper-comparison"),
-    "nondeterministic_repeats": ("notebooks/08_reproduction", "tab-repeats"),
-    "original_record": ("notebooks/08_reproduction", "tab-paper-comparison"),
-    "eval_noise_explains": ("notebooks/05_confounds", "tab-eval-noise"),
+    "intermediate_reproduction": ("notebooks/08_reproduction", "T_tab-paper-comparison"),
+    "nondeterministic_repeats": ("notebooks/08_reproduction", "T_tab-repeats"),
+    "original_record": ("notebooks/08_reproduction", "T_tab-paper-comparison"),
+    "eval_noise_explains": ("notebooks/05_confounds", "T_tab-eval-noise"),
 }
 #: The chapter that follows each section of the paper (chapter N is the paper's section N).
 SECTION_PAGES = {3: "notebooks/03_setup", 4: "notebooks/04_joint_collapse", 5: "notebooks/05_confounds",
@@ -154,7 +154,7 @@ def grid_html(frame: pd.DataFrame, link: str = "scorecard.html", fragile_cells: 
             chapter = Path(EVIDENCE[ids[claim]][0]).name[:2].lstrip("0")
             # the verdict's rule on the scorecard, and the figure or table it rests on
             name = (f'<a href="{link}#{claim_anchor(ids[claim])}">{name}</a> <a class="grid-evidence" '
-                    f'href="{evidence_link(ids[claim])}" aria-label="the evidence, in chapter {chapter}">'
+                    f'href="{evidence_link(ids[claim])}" title="the evidence, in chapter {chapter}">'
                     f'ch.&nbsp;{chapter}</a>')
             note = CLAIMS[ids[claim]].note
             name += f'<span class="claim-note">{html.escape(note)}</span>' if note else ""
@@ -207,7 +207,7 @@ def _section(section) -> str:
 def _evidence_label(claim: str) -> str:
     page, anchor = EVIDENCE[claim]
     chapter = int(Path(page).name[:2]) if Path(page).name[:2].isdigit() else None
-    what = {"fig": "the figure", "tab": "the table"}.get((anchor or "").split("-")[0], "the chapter")
+    what = "the figure" if (anchor or "").startswith("fig-") else "the table" if anchor else "the chapter"
     return f"Evidence: {what} in chapter {chapter} →" if chapter else f"Evidence: {what} →"
 
 

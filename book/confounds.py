@@ -51,13 +51,11 @@ gain_runs, early_runs, central = analysis.confound_runs(
 
 # %% [markdown]
 # The curves of every gain, and how soon they come together, are drawn in chapter 5: the
-# timing of the gain runs in {numref}`fig-gain-timing` and their validation curves in
+# timing of the gain runs in {numref}`fig-gain-timing` and their training curves in
 # {numref}`fig-gain-curves`.
 
 # %% tags=["hide-input"]
 study = confounds.timing_study(gain_runs, early_runs)
-
-# %% tags=["hide-input"]
 Markdown(
     confounds.timing_finding(
         study["timing"], study["within"], paper_steps=study["paper_steps"]
@@ -72,17 +70,13 @@ table(confounds.gain_table(gain_runs), index="gain g")
 #
 # **Confound.** nanoGPT estimates the validation loss on freshly sampled batches at every
 # evaluation, so two runs are compared on different text. **Correction.** Draw the
-# validation batches once (seed 99,991) and evaluate every run on the same ones. Below, each
-# final model evaluated on several random draws, as deviations from its fixed-batch loss.
-
-# %% tags=["hide-input"]
-estimates = analysis.val_estimates(central)
-glue("eval_noise_std", float(estimates["deviation"].std()))
-
-# %% [markdown]
+# validation batches once (seed 99,991) and evaluate every run on the same ones.
+#
 # Each final model's random-batch evaluations, as deviations from its fixed-batch loss, are
 # drawn in chapter 5 ({numref}`fig-eval-spread`); the table below counts how often one random
 # estimate would misorder two variants.
 
 # %% tags=["hide-input"]
+estimates = analysis.val_estimates(central)
+glue("eval_noise_std", float(estimates["deviation"].std()))
 table(analysis.misorder_table(estimates))

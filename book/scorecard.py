@@ -60,7 +60,8 @@ count_text = scorecard.count_sentence(table, profile)
 glue("verdict_sentence", Prose(count_text))  # Markdown here, inline HTML in the intro
 display(Markdown(count_text))
 display(HTML(grid_html))
-Markdown(scorecard.grid_note(verdicts))
+note = scorecard.grid_note(verdicts)
+Markdown(note) if note else None
 
 # %% [markdown]
 # ## Verdicts fixed before their data

@@ -47,7 +47,7 @@ gain_runs, early_runs, central = analysis.confound_runs(
     records, gain_variant, seeds[:gain_seeds], gains, variants
 )
 glue("fixed_val_seed", Markdown(f"{FIXED_VAL_SEED:,}"))
-scorecard.verdict_box(["gain_confound"], records)
+scorecard.verdict_box(["gain_confound", "eval_noise_explains"], records)
 
 # %%
 scorecard.section_view(5)

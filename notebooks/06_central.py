@@ -46,7 +46,7 @@ records.attrs = {**everything.attrs, "left_out": records.attrs["left_out"]}
 # the unigram floor of the fixed evaluation batches
 floor = records["eval_floor"].iloc[0]
 glue("fixed_val_seed", Markdown(f"{FIXED_VAL_SEED:,}"))
-claims = ["asymmetry_10m", "ffn_collapse_10m", "ffn_vs_no_residual"]
+claims = ["asymmetry_10m", "ffn_collapse_10m", "ffn_vs_no_residual", "ratio_10m"]
 scorecard.verdict_box(claims, records)
 
 # %%

@@ -43,7 +43,7 @@ train_missing = True
 ladder_seeds = None
 
 # %%
-from IPython.display import Markdown
+from IPython.display import Markdown, display
 
 from residual_lib import plots, profiles, scaling, scorecard
 from residual_lib.book import Prose, glue
@@ -54,6 +54,7 @@ from residual_lib.paths import results_folder
 from residual_lib.tables import table
 
 records = notebook_records("09_scale_ladder", globals(), skip_missing=True)
+display(scorecard.verdict_box(["asymmetry_by_scale"], records))
 every_run = load_records(results_folder(results_dir))  # the rungs' other seeds, if any
 rungs = profiles.ladder(profile)
 absent = records.attrs["missing"]

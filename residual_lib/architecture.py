@@ -32,6 +32,13 @@ CENTRAL_VARIANTS = ("full", "attn_only", "ffn_only", "no_residual")
 DISPLAY_NAMES = {"full": "Full", "attn_only": "AttnOnly", "ffn_only": "FFNOnly", "no_residual": "NoResidual"}
 
 
+def prose_names(text: str) -> str:
+    """:func:`display_name` applied to the prose of a Markdown or plain text, not to what it
+    sets in backticks (commands and code keep the code names)."""
+    parts = text.split("`")
+    return "`".join(display_name(part) if i % 2 == 0 else part for i, part in enumerate(parts))
+
+
 def display_name(text: str) -> str:
     """``text`` with each variant's code name written as the reader meets it: ``attn_only`` ->
     ``AttnOnly`` anywhere in it, ``full`` only as the whole text (it is also an English word)."""

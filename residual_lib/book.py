@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .architecture import prose_names
 from .execute import all_notebooks, execute_notebook
 from .files import atomic_write
 from .frames import load_records
@@ -52,7 +53,7 @@ class Prose:
     or emphasis keeps its formatting wherever it is pasted."""
 
     def __init__(self, markdown: str):
-        self.markdown = markdown
+        self.markdown = prose_names(markdown)  # the variants as the prose names them, code kept
 
     def _repr_markdown_(self) -> str:
         return self.markdown

@@ -19,7 +19,7 @@ import pandas as pd
 import seaborn as sns
 
 from .analysis import variant_order
-from .architecture import display_name
+from .architecture import display_name, prose_names
 from .scaling import size_text
 
 WIDTH = 5.0  # inches: 5 in x 110 dpi = 550 CSS pixels, shown at >= 0.6 of that in a phone's column
@@ -66,7 +66,7 @@ def show(fig: plt.Figure, name: str, caption: str, alt: str) -> None:
         if text.get_text():
             text.set_text(display_name(text.get_text()))
     fig.set_dpi(DPI)
-    display(fig, metadata={"residual_lib": {"name": name, "caption": caption, "alt": alt}})
+    display(fig, metadata={"residual_lib": {"name": name, "caption": prose_names(caption), "alt": prose_names(alt)}})
     plt.close(fig)
 
 
@@ -88,7 +88,7 @@ def block_variants() -> plt.Figure:
         ax.set_xlim(0, 5)
         ax.set_ylim(0, 10)
         ax.axis("off")
-        ax.set_title(name, color=PALETTE[name], fontweight="bold", fontsize=12)
+        ax.set_title(display_name(name), color=PALETTE[name], fontweight="bold", fontsize=12)
         boxes = [(9.0, "y"), (6.8, "FFN(LN2(·))"), (5.0, "h"), (2.9, "Attn(LN1(·))"), (0.8, "x")]
         for y, label in boxes:
             shaded = "(" in label

@@ -861,6 +861,13 @@ def test_every_verdict_is_two_clicks_from_its_evidence(built_book):
     assert re.search(r'The paper \(<a href="\.\./notebooks/06_central\.html">section 6</a>\)', scorecard_page)
     grid = scorecard_page[scorecard_page.index('id="verdict-grid"'):]
     assert grid.count('class="grid-evidence"') == len(scorecard.EVIDENCE)
+    # and back: the chapter's verdict box links to the claim's block (a claim about the 124M
+    # model has no row at this profile to show there)
+    for claim, (page, _) in scorecard.EVIDENCE.items():
+        if not claim.endswith("124m"):
+            box = _article(built_book / f"{page}.html")
+            box = box[box.index('class="verdict-box"'):]
+            assert f'scorecard.html#{scorecard.claim_anchor(claim)}"' in box, (claim, page)
 
 
 def test_icons_are_drawn_into_the_page_from_the_themes_own_bundle(built_book):

@@ -112,14 +112,14 @@ def test_models_count_parameters_per_book_profile_and_variant():
     models = setup.models({"shakespeare_char": 65}, profiles)
     # stand-ins, then the ladder's rungs by size (3m before 10m), then the paper's; smoke left out
     assert models.profile.tolist() == ["cpu", "ladder-0.1m", "ladder-3m", "ladder-10m", "paper-10m"]
-    assert models.columns.tolist() == ["profile", "layers×width", "context", "corpus", "steps", "tokens per step",
-                                       "Full (M parameters)", "mixer (M parameters)"]
+    assert models.columns.tolist() == ["profile", "layers×width", "context", "corpus", "steps", "tokens",
+                                       "Full (M params)", "mixer (M params)"]
     cpu = models.set_index("profile").loc["cpu"]
-    assert (cpu["layers×width"], cpu["context"], cpu["tokens per step"]) == ("4×128", 64, 32 * 64)
-    assert cpu["mixer (M parameters)"] < cpu["Full (M parameters)"]  # the mixer is the smaller sublayer
+    assert (cpu["layers×width"], cpu["context"], cpu["tokens"]) == ("4×128", 64, "4.1M")  # 2,000 steps of 32 x 64
+    assert cpu["mixer (M params)"] < cpu["Full (M params)"]  # the mixer is the smaller sublayer
     # the tied head is counted once: 100 more tokens add one 128-wide embedding row each
     bigger = setup.models({"shakespeare_char": 165}, profiles).set_index("profile").loc["cpu"]
-    assert (bigger["Full (M parameters)"] - cpu["Full (M parameters)"]) * 1e6 == pytest.approx(100 * 128)
+    assert (bigger["Full (M params)"] - cpu["Full (M params)"]) * 1e6 == pytest.approx(100 * 128)
 
 
 def test_the_collapse_table_puts_the_paper_10m_floors_beside_the_papers_collapse_values():

@@ -93,7 +93,7 @@ def vocab_sizes(char: Corpus) -> dict[str, int]:
 
 def models(vocab: Mapping[str, int], profiles: Mapping[str, Profile] = PROFILES) -> pd.DataFrame:
     """One row per profile the book lists: its shape (layers × width, and context), corpus and
-    budget, and the parameter count in millions of each variant of :data:`SIZED_VARIANTS`
+    budget (steps, and training tokens in millions), and the parameter count in millions of each variant of :data:`SIZED_VARIANTS`
     (nanoGPT's count: tied head once, no position embeddings). Rows run from the stand-ins to
     the ladder's rungs to the paper's profiles, each group by size. Models are built on
     PyTorch's ``meta`` device, so no memory is allocated."""
@@ -101,14 +101,15 @@ def models(vocab: Mapping[str, int], profiles: Mapping[str, Profile] = PROFILES)
     for name in book_profiles(profiles):
         prof = profiles[name]
         row = {"profile": name, "layers×width": f"{prof.n_layer}×{prof.n_embd}", "context": prof.block_size,
-               "corpus": prof.dataset, "steps": prof.max_iters, "tokens per step": prof.tokens_per_step}
+               "corpus": prof.dataset, "steps": prof.max_iters,
+               "tokens": f"{prof.tokens_per_step * prof.max_iters / 1e6:.3g}M"}
         for variant in SIZED_VARIANTS:
             config = GPTConfig.for_profile(prof, variant, vocab_size=vocab[prof.dataset])
             with torch.device("meta"):
-                row[f"{DISPLAY_NAMES.get(variant, variant)} (M parameters)"] = ResidualGPT(config).num_params() / 1e6
+                row[f"{DISPLAY_NAMES.get(variant, variant)} (M params)"] = ResidualGPT(config).num_params() / 1e6
         rows.append(row)
     group = {"ladder": 1, "paper": 2}
-    rows.sort(key=lambda r: (group.get(r["profile"].split("-")[0], 0), r["Full (M parameters)"], r["profile"]))
+    rows.sort(key=lambda r: (group.get(r["profile"].split("-")[0], 0), r["Full (M params)"], r["profile"]))
     return pd.DataFrame(rows)
 
 

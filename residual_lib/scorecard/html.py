@@ -14,6 +14,7 @@ from ..profiles import BOOK_PROFILE, DROPOUT_TWIN, get_profile
 from ..tables import listing, table
 from ..tables import number as fmt
 from .claims import CLAIMS, TITLES
+from ..architecture import prose_names
 from .rule import PAPER_SCALE, stand_ins
 from .verdicts import build
 
@@ -43,7 +44,8 @@ def grid(table: pd.DataFrame, stand_in: str = BOOK_PROFILE) -> pd.DataFrame:
     ``attrs["without_records"]``, see :func:`grid_note`); empty where a claim is not checked
     at that profile. Where a claim has rows at two scales for one profile (e.g. 10M and 124M
     values of one claim), the first is shown."""
-    recorded = set(table[table.verdict != "not run at this scale"].profile)
+    # "not testable here" comes from rules that need no records (a CPU cannot test a GPU effect)
+    recorded = set(table[~table.verdict.isin(["not run at this scale", "not testable here"])].profile)
     columns = [*stand_ins(stand_in), *[p for p in PAPER_SCALE if p in recorded]]
     out = table.drop_duplicates(["claim", "profile"]).pivot(index="claim", columns="profile", values="verdict")
     out = out.reindex(index=list(dict.fromkeys(table.claim)), columns=columns)
@@ -58,8 +60,8 @@ def grid_note(frame: pd.DataFrame) -> str:
     if not missing:
         return ""
     named = " and ".join(f"`{p}`" for p in missing)
-    return (f"{named} {'have' if len(missing) > 1 else 'has'} no records yet, so {'their columns are' if len(missing) > 1 else 'its column is'} "
-            "left out: every claim there is not run at that scale.")
+    return (f"{named} {'have' if len(missing) > 1 else 'has'} no records yet, so "
+            f"{'their columns are' if len(missing) > 1 else 'its column is'} left out.")
 
 
 def legend() -> str:
@@ -176,7 +178,7 @@ def claims_html(table: pd.DataFrame) -> str:
                             f"</span> {badge(r.verdict)}</span>" for r in rows.itertuples())
         per_profile = "".join(
             f"<tr><th scope=\"row\">{html.escape(r.profile)}</th><td>{badge(r.verdict)}</td>"
-            f"<td>{html.escape(str(r.ours))}</td><td>{html.escape(str(r.seeds))}</td></tr>"
+            f"<td>{html.escape(prose_names(str(r.ours)))}</td><td>{html.escape(str(r.seeds))}</td></tr>"
             for r in rows.itertuples())
         rule = next((r for r in rows.rule if r), "")
         note = f"<p><em>About the paper's values:</em> {html.escape(first.paper_note)}</p>" if first.paper_note else ""
@@ -184,12 +186,12 @@ def claims_html(table: pd.DataFrame) -> str:
             f'<details class="claim-block" id="{claim_anchor(claim)}">'
             f'<summary><span class="claim-title">{html.escape(TITLES.get(claim, claim))}</span>'
             f'<span class="claim-verdicts">{verdicts}</span></summary>'
-            f"<p><em>The paper ({_section(first.section)}):</em> {html.escape(first.statement)}</p>"
-            f"<p><em>The paper's values:</em> {html.escape(first.paper)}</p>{note}"
+            f"<p><em>The paper ({_section(first.section)}):</em> {html.escape(prose_names(first.statement))}</p>"
+            f"<p><em>The paper's values:</em> {html.escape(prose_names(first.paper))}</p>{note}"
             f'<div class="table-scroll"><table class="claim-rows book-table"><thead><tr><th scope="col">profile</th>'
             f'<th scope="col">verdict</th><th scope="col">ours</th><th scope="col">seeds</th></tr></thead>'
             f"<tbody>{per_profile}</tbody></table></div>"
-            + (f"<p><em>Rule:</em> {html.escape(rule)}</p>" if rule else "")
+            + (f"<p><em>Rule:</em> {html.escape(prose_names(rule))}</p>" if rule else "")
             + f'<p class="claim-evidence"><a href="{evidence_link(claim)}">{_evidence_label(claim)}</a></p></details>')
     return f'<div class="claim-blocks" id="scorecard-claims">{"".join(blocks)}</div>'
 
@@ -208,6 +210,8 @@ def _evidence_label(claim: str) -> str:
     page, anchor = EVIDENCE[claim]
     chapter = int(Path(page).name[:2]) if Path(page).name[:2].isdigit() else None
     what = "the figure" if (anchor or "").startswith("fig-") else "the table" if anchor else "the chapter"
+    if what == "the chapter":
+        return f"Evidence: chapter {chapter} →"
     return f"Evidence: {what} in chapter {chapter} →" if chapter else f"Evidence: {what} →"
 
 
@@ -238,7 +242,7 @@ def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | 
         for row in rows[rows.claim == claim].itertuples():
             where = f" <code>{html.escape(row.profile)}</code>" if row.profile != profile else ""
             items.append(f'<li>{badge(row.verdict)}{where} <a href="../book/scorecard.html#{claim_anchor(claim)}">'
-                         f"{html.escape(TITLES.get(claim, claim))}</a>. {html.escape(str(row.ours))}.</li>")
+                         f"{html.escape(TITLES.get(claim, claim))}</a>. {html.escape(prose_names(str(row.ours)))}.</li>")
     shown = ""
     left_out = records.attrs.get("diverged") or []
     if left_out:

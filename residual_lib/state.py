@@ -121,8 +121,10 @@ class RunState:
         self.model.train()
         return float(torch.stack(losses).mean())
 
-    def record_eval(self, step: int) -> float:
-        loss = self.evaluate()
+    def record_eval(self, step: int, loss: float | None = None) -> float:
+        """Log the validation loss at ``step``: ``loss`` where the caller measured it (a fused
+        group, all its models at once), else :meth:`evaluate`'s."""
+        loss = self.evaluate() if loss is None else loss
         self.val_curve["step"].append(step)
         self.val_curve["loss"].append(loss)
         self.check_divergence(step)

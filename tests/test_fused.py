@@ -218,3 +218,15 @@ def test_a_group_evaluates_every_model_in_one_pass_as_each_would_alone():
              for variant, seed, mode in (("full", 1, "fixed"), ("ffn_only", 2, "random"), ("attn_only", 3, "fixed"))]
     alone = [state.evaluate() for state in again]
     assert _max_rel(alone, together) < 1e-5
+
+
+def test_batches_cut_on_the_device_are_the_hosts_bit_for_bit():
+    """The CUDA path of next_batch (offsets drawn on the host, windows cut from a copy of the
+    corpus on the device), run here on CPU: the same batches as get_batch, in the same order."""
+    from residual_lib.data import load_corpus
+
+    corpus = load_corpus("shakespeare_char")
+    one, two = (RunState(Run(get_profile("smoke"), "full", 7), corpus, "cpu") for _ in range(2))
+    for _ in range(3):
+        (x1, y1), (x2, y2) = one.next_batch(), two.cut_batch()
+        assert torch.equal(x1, x2) and torch.equal(y1, y2) and x2.dtype == torch.int64

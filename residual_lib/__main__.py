@@ -35,7 +35,7 @@ from .architecture import VARIANTS
 from .bench import bench, report, write_json
 from .book import build
 from .data import DataError
-from .devicecheck import CHECKS, run_checks, write_report
+from .devicecheck import CHECKS, plan_groups, run_checks, write_report
 from .execute import all_notebooks
 from .files import NotWritableError, check_writable
 from .analysis import CONDITIONS
@@ -126,6 +126,8 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="threads of the single, fused and reference figures (default: every core)")
     m.add_argument("--reference", default=None,
                    help="nanoGPT's model.py: time its GPT beside ours at the same shape, precision and threads")
+    m.add_argument("--fuse-sizes", type=int, nargs="*", default=None, metavar="K",
+                   help="also time groups of these sizes (default on CUDA: 8 16 32; none on CPU)")
 
     d = sub.add_parser("device-check", help="check the accelerator code paths (bf16, fused, dropout, gradient "
                                             "accumulation, compile): one line per check, no pytest needed")
@@ -133,6 +135,11 @@ def _build_parser() -> argparse.ArgumentParser:
     d.add_argument("--checks", nargs="+", default=None,
                    help="which checks (default: every check that applies to the device)")
     d.add_argument("--json", default=None, help="also write the report to this JSON file")
+    d.add_argument("--plan", default=None, metavar="BENCH_JSON",
+                   help="instead of the checks: from a bench report, the group size that records the most runs of "
+                        "--profile in --seconds, printed as 'fuse=K runs=N groups=G'")
+    d.add_argument("--seconds", type=float, default=None, help="the time left for training (with --plan)")
+    d.add_argument("--profile", default="paper-10m", help="the profile to plan (with --plan; default paper-10m)")
 
     b = sub.add_parser("book", help="execute every notebook from the records, then build the jupyter-book site")
     b.add_argument("--profile", default=BOOK_PROFILE, help=f"profile whose records the chapters show (default {BOOK_PROFILE})")
@@ -285,8 +292,12 @@ def _bench(args) -> int:
         check_writable(Path(args.json).resolve().parent, option="--json", what="the report")
     if args.reference is not None and not Path(args.reference).is_file():
         raise RunError(f"--reference {args.reference} is not a file: pass nanoGPT's model.py")
+    sizes = args.fuse_sizes if args.fuse_sizes is not None else ([8, 16, 32] if device.startswith("cuda") else [])
+    if any(k < 2 for k in sizes):
+        raise RunError(f"--fuse-sizes must each be 2 or more, got {' '.join(map(str, sizes))}")
     result = bench(args.profile, fuse=args.fuse, steps=args.steps, warmup=args.warmup, device=device,
-                   compile=args.compile, repeats=args.repeats, threads=args.threads, reference=args.reference)
+                   compile=args.compile, repeats=args.repeats, threads=args.threads, reference=args.reference,
+                   fuse_sizes=tuple(sizes))
     print(report(result))
     if args.json:
         write_json(result, args.json)
@@ -295,6 +306,17 @@ def _bench(args) -> int:
 
 
 def _device_check(args) -> int:
+    if args.plan is not None:
+        if args.seconds is None or args.seconds <= 0:
+            raise RunError("--plan needs --seconds, the time left for training (a positive number)")
+        try:
+            bench_report = json.loads(Path(args.plan).read_text())
+        except (OSError, ValueError) as exc:
+            raise RunError(f"cannot read the bench report {args.plan} ({exc.__class__.__name__}): pass the --json "
+                           "file of python -m residual_lib bench") from None
+        plan = plan_groups(bench_report, args.seconds, get_profile(args.profile))
+        print(f"fuse={plan['fuse']} runs={plan['runs']} groups={plan['groups']}")
+        return 0
     device = resolve_device(args.device)
     unknown = [n for n in args.checks or [] if n not in CHECKS]
     if unknown:

@@ -237,8 +237,12 @@ def bench(
     repeats: int = 3,
     threads: int | None = None,
     reference: str | os.PathLike | None = None,
+    fuse_sizes: tuple[int, ...] = (),
 ) -> dict:
-    """Measure the figures described in the module docstring; returns them as a dict."""
+    """Measure the figures described in the module docstring; returns them as a dict.
+    ``fuse_sizes``: also the fused rate of groups of each of these sizes (``fused_sizes``:
+    size -> tokens/s over the group), which a lease's plan chooses its group size from
+    (:func:`residual_lib.devicecheck.plan_groups`)."""
     profile = get_profile(profile)
     device = resolve_device(device)
     corpus = load_corpus(profile.dataset, data_dir)
@@ -264,6 +268,12 @@ def bench(
         for name, rate in _best_rates(loops, steps, warmup, repeats).items():
             out[f"{name}_tokens_per_s"] = rate
         del loops
+        if fuse_sizes:
+            out["fused_sizes"] = {}
+            for size in fuse_sizes:  # one group at a time: a group of 32 paper-10m models fills a GPU's memory
+                rates = _best_rates({"group": _Loop(profile, corpus, size, True, device, compile=compile)}, steps,
+                                    warmup, repeats)
+                out["fused_sizes"][str(size)] = rates["group"]
         out["matmul_gflops_fp32"] = matmul_gflops(device, dtype=torch.float32)
         out["matmul_gflops_bf16"] = matmul_gflops(device, dtype=torch.bfloat16)
         out["matmul_gflops"] = out[f"matmul_gflops_{profile.precision}"]  # the rate the profile's precision can reach
@@ -278,6 +288,8 @@ def bench(
         used = jobs * threads_per_job if name == "sweep" and not device.startswith("cuda") else out["threads"]
         rate = out["matmul_gflops"] * used / out["threads"]
         out[f"mfu_{name}"] = out[f"{name}_tokens_per_s"] * per_token / (rate * 1e9)
+    if fuse_sizes:
+        out["mfu_fused_sizes"] = {k: v * per_token / (out["matmul_gflops"] * 1e9) for k, v in out["fused_sizes"].items()}
     out["mfu"] = max(out[f"mfu_{name}"] for name in ("single", "fused", "sweep"))
     out["sweep_speedup"] = out["sweep_tokens_per_s"] / out["single_tokens_per_s"]
     out["fused_speedup"] = out["fused_tokens_per_s"] / out["single_tokens_per_s"]
@@ -308,6 +320,9 @@ def report(result: dict) -> str:
         f"  nodiag  {result['nodiag_tokens_per_s']:>12,.0f} tokens/s   single without diagnostics"
         f" (diagnostics cost {result['diagnostics_overhead']:.1%})",
     ]
+    for size, rate in (result.get("fused_sizes") or {}).items():
+        lines.append(f"  fused{size:<3}{rate:>12,.0f} tokens/s   {size} models in one group"
+                     f" (MFU {result['mfu_fused_sizes'][size]:.1%})")
     if "reference_tokens_per_s" in result:
         lines.append(f"  ref     {result['reference_tokens_per_s']:>12,.0f} tokens/s   nanoGPT's model.py, same shape,"
                      f" precision and threads (single is {result['single_vs_reference']:.2f}x it,"

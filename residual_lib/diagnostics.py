@@ -38,7 +38,7 @@ def grad_norms(model: ResidualGPT) -> dict[str, float]:
 
 def hidden_norms(hidden: list[torch.Tensor]) -> torch.Tensor:
     """Mean per-token L2 norm of each residual-stream state ``h_0 .. h_L``, shape (L + 1,)
-    (a tensor, so that the fused trainer can take it under ``vmap``, one row per model)."""
+    (a tensor; :func:`residual_lib.batched.hidden_norms` gives the same for a group, one row per model)."""
     return torch.stack([h.detach().float().norm(dim=-1).mean() for h in hidden])
 
 

@@ -71,7 +71,7 @@ def keep_mask(shape: torch.Size, p: float, device) -> torch.Tensor:
 
 class Dropout(nn.Dropout):
     """``nn.Dropout``, or, with ``int32_masks`` on CPU, the same dropout with :func:`keep_mask`'s
-    masks (the fused trainer turns them off: under ``vmap`` torch's own draw each model's masks)."""
+    masks (the fused trainer's batched forward draws torch's own, one mask over the whole group)."""
 
     def __init__(self, p: float, int32_masks: bool = False):
         super().__init__(p)
@@ -330,7 +330,7 @@ class ResidualGPT(nn.Module):
 
     def use_int32_masks(self, enabled: bool) -> "ResidualGPT":
         """Draw dropout masks as :func:`keep_mask` does (``enabled`` and the config asks for it) or
-        with torch's own (the fused trainer: ``vmap`` has no rule for the int32 draw)."""
+        with torch's own (the fused trainer, whose batched forward uses ``F.dropout``)."""
         enabled = enabled and self.config.cpu_dropout == "int32"
         for module in self.modules():
             if isinstance(module, (Dropout, CausalSelfAttention)):

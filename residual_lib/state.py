@@ -14,10 +14,12 @@ pages list it instead of averaging it.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from datetime import datetime, timedelta, timezone
 
+import numpy as np
 import torch
 
 from . import diagnostics
@@ -42,6 +44,23 @@ def perturb_init(model: torch.nn.Module, init_noise: float, seed: int, replicate
     with torch.no_grad():
         for p in model.parameters():
             p.mul_(1.0 + init_noise * torch.randn(p.shape, generator=gen, dtype=p.dtype))
+
+
+_DEVICE_CORPORA: dict = {}
+
+
+def _on_device(tokens, device: str) -> torch.Tensor:
+    """The corpus split ``tokens`` as an int32 tensor on ``device``, copied once per process
+    (a group's models share it)."""
+    key = (id(tokens), device)
+    if key not in _DEVICE_CORPORA:
+        _DEVICE_CORPORA[key] = torch.from_numpy(np.asarray(tokens, dtype=np.int32)).to(device)
+    return _DEVICE_CORPORA[key]
+
+
+@functools.lru_cache(maxsize=8)
+def _offsets(n: int, device: str) -> torch.Tensor:
+    return torch.arange(n, device=device)
 
 
 class RunState:
@@ -106,9 +125,25 @@ class RunState:
         return x, y
 
     def next_batch(self):
-        """The run's next training batch (its own generator: the data order depends on the seed only)."""
+        """The run's next training batch (its own generator: the data order depends on the seed only).
+        On CUDA the windows are cut on the device from a copy of the corpus kept there, at the
+        offsets the same generator draws on the host, so the batches are the host's bit for bit
+        and no step waits on a host-to-device copy of its tokens."""
         p = self.profile
-        return self.to_device(*get_batch(self.corpus.train, p.block_size, p.batch_size, self.data_gen))
+        if not self.device.startswith("cuda"):
+            return get_batch(self.corpus.train, p.block_size, p.batch_size, self.data_gen)
+        return self.cut_batch()
+
+    def cut_batch(self):
+        """:meth:`next_batch`'s device path: the offsets drawn on the host, the windows cut
+        from the copy of the corpus on the run's device."""
+        p = self.profile
+        ix = torch.randint(len(self.corpus.train) - p.block_size, (p.batch_size,), generator=self.data_gen)
+        if self.device.startswith("cuda"):
+            ix = ix.pin_memory().to(self.device, non_blocking=True)
+        windows = ix.unsqueeze(1) + _offsets(p.block_size + 1, self.device)
+        tokens = _on_device(self.corpus.train, self.device)[windows].long()
+        return tokens[:, :-1], tokens[:, 1:]
 
     @torch.no_grad()
     def evaluate(self, batches=None) -> float:
@@ -121,8 +156,10 @@ class RunState:
         self.model.train()
         return float(torch.stack(losses).mean())
 
-    def record_eval(self, step: int) -> float:
-        loss = self.evaluate()
+    def record_eval(self, step: int, loss: float | None = None) -> float:
+        """Log the validation loss at ``step``: ``loss`` where the caller measured it (a fused
+        group, all its models at once), else :meth:`evaluate`'s."""
+        loss = self.evaluate() if loss is None else loss
         self.val_curve["step"].append(step)
         self.val_curve["loss"].append(loss)
         self.check_divergence(step)

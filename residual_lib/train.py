@@ -122,9 +122,11 @@ def train_group(
 
         def evaluate(step: int) -> None:
             trainer.sync()
-            for state in states:
+            # a group evaluates every model in one batched pass per batch (FusedTrainer.evaluate)
+            losses = trainer.evaluate() if trainer.fused else [None] * len(states)
+            for state, loss in zip(states, losses):
                 if state.diverged_at is None:
-                    loss = state.record_eval(step)
+                    loss = state.record_eval(step, loss)
                     reporter.eval(step, loss, state.last_train_loss, state.run.label())
 
         def all_diverged() -> bool:

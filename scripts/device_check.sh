@@ -6,38 +6,37 @@
 #   DEVICE=cpu  PROFILE=smoke     SECONDS=120 OUT=/tmp/dc   bash scripts/device_check.sh   # the rehearsal
 #
 # Settings: DEVICE (cuda), PROFILE (paper-10m), SECONDS (the script's whole budget, default
-# 540), OUT (required), SEEDS (1337 42 123 1 2 3 4 5), SECTIONS (notebooks/06_central.py),
-# FUSE (runs trained together, default 1), WORK (scratch folder outside OUT), PYTHON
-# (python; the GPU image's is python3), COMMIT (the commit of the files, written into every
-# record: a lent machine's copy of .git can be an older one than the files it gets, as on
-# 2026-12-04, when it reported the previous commit; pass the sha of HEAD as typed here).
+# 540), OUT (required), SEEDS (1337 42 123 1 2 3 4 5 6 7 8 9), SECTIONS (notebooks/06_central.py),
+# FUSE (runs trained together; default: planned from the benchmark, see below), WORK (scratch
+# folder outside OUT), PYTHON (python; the GPU image's is python3), COMMIT (the commit of the
+# files, written into every record: a lent machine's copy of .git can be an older one than the
+# files it gets, as on 2026-12-04, when it reported the previous commit; pass the sha of HEAD
+# as typed here).
 # Needs only what the GPU image has (torch, pandas, numpy, tqdm): no pytest, papermill or
 # jupytext; the corpus ships with the package. tests/test_device.py runs this very script on
 # CPU at smoke, so it cannot break unnoticed.
 #
 # Under OUT, at most 8 files, none in a sub-folder:
-#   env.txt            python, torch, CUDA, GPU, git commit
+#   env.txt            python, torch, CUDA, GPU, git commit, the plan
 #   checks.json/.log   python -m residual_lib device-check (bf16 smoke run, fused = single in
-#                      fp32, dropout under vmap, gradient accumulation, the attention
-#                      kernel fused training uses, torch.compile)
-#   bench.json/.log    tokens/s and MFU: one model, 8 fused, the sweep layout
+#                      fp32, dropout in a fused group, gradient accumulation, attention on the
+#                      folded batch, torch.compile)
+#   bench.json/.log    tokens/s and MFU: one model, groups of 8, 16 and 32, the sweep layout
 #   sweep.log          the sweep's progress; it stops at the deadline, keeping finished groups
 #   records.tar.gz     results/<PROFILE>/*.json: unpack at the repository root and commit
 #   summary.txt        python -m residual_lib summary of those records
 #
 # Time plan for a 15-minute lease (every second of it counted: start-up, commands, idle):
-#   start-up 0.5-2 min | env 5 s | checks ~45 s (compile ~25 s of it) | bench <= 90 s
-#   (--steps 20 --repeats 1) | sweep until SECONDS minus 30 s | pack ~5 s.
-# Measured on an H200 (torch 2.11, 2026-12-04, bench.json): paper-10m trains at 539,000
-# tokens/s alone (5.8% MFU) and 829,000 fused by 8 (9.0%; under vmap only the math attention
-# kernel works there, see residual_lib.fused). A paper-10m run is 5,000 steps of 16,384
-# tokens (82M) plus 21 evaluations of 200 batches: about 3.5 min alone, about 17 min for a
-# group of 8. A group that is cut off at the deadline is lost, so the sweep trains FUSE
-# runs at a time (default 1): with SECONDS=550 it has about 6 minutes, one or two runs a
-# lease, each record kept as it lands; the sweep goes seed by seed (full, attn_only,
-# ffn_only, no_residual of seed 1337 first). A later lease, on a checkout with those
-# records committed, skips them and trains the next. FUSE=8 is the faster layout once a
-# lease can hold a 17-minute group.
+#   start-up 0.5-2 min | env 5 s | checks ~45 s (compile ~25 s of it) | bench <= 120 s
+#   (--steps 20 --repeats 1, groups of 8, 16 and 32) | sweep until SECONDS minus 30 s | pack ~5 s.
+# The group size: `device-check --plan bench.json --seconds <time left>` takes the benchmark's
+# rates and picks the size (1, or 8, 16, 32: whole seeds of the four central variants) that
+# records the most runs in whole groups within 80% of the time left, so no group is cut off
+# at the deadline; the sweep then trains that many seeds (SEEDS, in order), FUSE at a time.
+# Fused groups compute on weights with a model axis (residual_lib.batched): attention runs on
+# the folded batch with the flash kernel, where the earlier vmap path had to use math.
+# Measured on an H200 before that change (torch 2.11, 2026-12-04): paper-10m at 539,000
+# tokens/s alone (5.8% MFU), 829,000 fused by 8 under vmap (9.0%).
 set -euo pipefail
 budget=$SECONDS  # bash counts SECONDS up from the value given in the environment (0 when unset)
 (( budget > 1 )) || budget=540
@@ -45,9 +44,9 @@ started=$(date +%s)
 deadline=$(( started + budget - 30 ))
 DEVICE=${DEVICE:-cuda}
 PROFILE=${PROFILE:-paper-10m}
-SEEDS=${SEEDS:-1337 42 123 1 2 3 4 5}
+SEEDS=${SEEDS:-1337 42 123 1 2 3 4 5 6 7 8 9}
 SECTIONS=${SECTIONS:-notebooks/06_central.py}
-FUSE=${FUSE:-1}
+FUSE=${FUSE:-}
 if [[ -n ${COMMIT:-} ]]; then export RESIDUAL_CODE_COMMIT=$COMMIT; fi
 OUT=${OUT:?set OUT to the folder that comes back}
 WORK=${WORK:-$(mktemp -d)}
@@ -60,7 +59,7 @@ left() { echo $(( deadline - $(date +%s) )); }
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "commit: ${COMMIT:-not given}  (this copy's git: $(git rev-parse HEAD 2>/dev/null || echo none))"
-  echo "device: $DEVICE  profile: $PROFILE  budget: ${budget}s  seeds: $SEEDS  fuse: $FUSE  sections: $SECTIONS"
+  echo "device: $DEVICE  profile: $PROFILE  budget: ${budget}s  seeds: $SEEDS  fuse: ${FUSE:-planned}  sections: $SECTIONS"
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo "no nvidia-smi"
   "$PYTHON" -c "import platform, torch; print('python', platform.python_version(), 'torch', torch.__version__,
       'cuda', torch.version.cuda, 'available', torch.cuda.is_available())"
@@ -71,10 +70,22 @@ left() { echo $(( deadline - $(date +%s) )); }
 
 bench_steps=20
 [[ $DEVICE == cpu ]] && bench_steps=2
-timeout --signal=TERM "$(( $(left) > 90 ? 90 : $(left) ))" \
+timeout --signal=TERM "$(( $(left) > 120 ? 120 : $(left) ))" \
   "$PYTHON" -m residual_lib bench --profile "$PROFILE" --device "$DEVICE" --fuse 8 --steps "$bench_steps" \
     --warmup 1 --repeats 1 --json "$OUT/bench.json" > "$OUT/bench.log" 2>&1 \
   || echo "bench stopped or failed: see bench.log" >> "$OUT/env.txt"
+
+# the group size and the number of seeds: whole groups that finish before the deadline
+if [[ -z $FUSE && -f $OUT/bench.json ]]; then
+  plan=$("$PYTHON" -m residual_lib device-check --plan "$OUT/bench.json" --seconds "$(left)" --profile "$PROFILE")
+  echo "plan: $plan" >> "$OUT/env.txt"
+  FUSE=$(sed -n 's/.*fuse=\([0-9]*\).*/\1/p' <<< "$plan")
+  runs=$(sed -n 's/.*runs=\([0-9]*\).*/\1/p' <<< "$plan")
+  n_seeds=$(( runs / 4 > 0 ? runs / 4 : 1 ))
+  SEEDS=$(tr ' ' '\n' <<< "$SEEDS" | head -n "$n_seeds" | tr '\n' ' ')
+  echo "training $n_seeds seeds, $FUSE at a time: $SEEDS" >> "$OUT/env.txt"
+fi
+FUSE=${FUSE:-1}
 
 # SIGTERM stops the sweep as Ctrl-C does: finished records stay, runs in flight are stopped
 remaining=$(left)

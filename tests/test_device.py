@@ -96,4 +96,59 @@ def test_the_device_script_runs_end_to_end_on_cpu_without_settings(tmp_path):
         assert validate_record(unpacked / name)["status"] == "ok"
     summary = (out / "summary.txt").read_text()
     assert all(v in summary for v in ("full", "attn_only", "ffn_only", "no_residual"))
-    assert "4 records in records.tar.gz" in (out / "env.txt").read_text()
+    env_txt = (out / "env.txt").read_text()
+    assert "4 records in records.tar.gz" in env_txt
+    assert "plan: fuse=1 " in env_txt and "training 1 seeds, 1 at a time: 1" in env_txt  # no group rates on CPU
+
+
+def test_the_device_script_trains_a_fused_group_of_eight_on_cpu(tmp_path):
+    """The rehearsal of a lease's layout: FUSE=8 trains the four central variants of two seeds
+    as one group, and every record says so."""
+    out = tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if k not in ("RESIDUAL_DATA_DIR", "SECONDS")}
+    env.update(DEVICE="cpu", PROFILE="smoke", SECONDS="400", SEEDS="1 2", FUSE="8", OUT=str(out),
+               WORK=str(tmp_path / "work"), PYTHON=sys.executable, PYTHONPATH=str(ROOT))
+    result = subprocess.run(["bash", str(ROOT / "scripts" / "device_check.sh")], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr + result.stdout
+    with tarfile.open(out / "records.tar.gz") as archive:
+        archive.extractall(tmp_path / "unpacked", filter="data")
+        names = archive.getnames()
+    records = [validate_record(tmp_path / "unpacked" / name) for name in names]
+    assert len(records) == 8 and {r["provenance"]["fused_models"] for r in records} == {8}
+    assert "plan:" not in (out / "env.txt").read_text()  # FUSE given: nothing planned
+
+
+def test_a_plan_fills_the_time_left_with_whole_groups():
+    from residual_lib.devicecheck import PLAN_MARGIN, plan_groups, run_seconds
+    from residual_lib.profiles import get_profile
+
+    profile = get_profile("paper-10m")
+    alone = run_seconds(profile, 1e6)
+    assert alone == pytest.approx((16_384 * 5_000 + 21 * 200 * 16_384 / 3) / 1e6)  # 82M tokens and 21 evaluations
+    # groups of 8 at 3x the single rate: a group takes 8 / 3 of a run alone
+    bench = {"single_tokens_per_s": 1e6, "fused_sizes": {"8": 3e6, "16": 5e6, "32": 5.5e6}}
+    plan = plan_groups(bench, seconds=10 * alone, profile=profile)
+    # 8 s of every 10 fill: 32 models at 5.5x take 5.8 runs' time, one group (32 runs); 16 at 5x: 3.2, two (32)
+    assert plan["runs"] == 32 and plan["fuse"] == 32 and plan["groups"] == 1
+    assert plan["seconds_per_group"] * plan["groups"] <= PLAN_MARGIN * 10 * alone
+    # too little time for any group: the single rate's one run, or nothing
+    assert plan_groups(bench, seconds=1.1 * alone, profile=profile)["runs"] == 0
+    assert plan_groups(bench, seconds=1.3 * alone, profile=profile) == {
+        "fuse": 1, "runs": 1, "groups": 1, "seconds_per_group": pytest.approx(alone)}
+
+
+def test_the_plan_command_reads_a_bench_report_and_refuses_bad_input(tmp_path):
+    bench = tmp_path / "bench.json"
+    bench.write_text(json.dumps({"single_tokens_per_s": 1e6, "fused_sizes": {"8": 4e6}}))
+    cli = [sys.executable, "-m", "residual_lib", "device-check", "--plan", str(bench)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(cli + ["--seconds", "900"], capture_output=True, text=True, env=env, timeout=120)
+    # a group of 8 at 4x takes 210 s; 80% of 900 s holds three
+    assert done.returncode == 0 and done.stdout.strip() == "fuse=8 runs=24 groups=3", done.stderr
+    for bad, message in ((["--seconds", "0"], "--plan needs --seconds"), ([], "--plan needs --seconds")):
+        refused = subprocess.run(cli + bad, capture_output=True, text=True, env=env, timeout=120)
+        assert refused.returncode == 2 and message in refused.stderr and refused.stderr.count("\n") == 1
+    missing = subprocess.run([*cli[:-1], str(tmp_path / "nope.json"), "--seconds", "60"], capture_output=True,
+                             text=True, env=env, timeout=120)
+    assert missing.returncode == 2 and "cannot read the bench report" in missing.stderr

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import subprocess
 import sys
@@ -30,11 +29,11 @@ def _max_rel(a, b) -> float:
     return float(((a - b).abs() / a.abs().clamp_min(1e-12)).max())
 
 
-def _compare(runs: list[dict], tolerance: float) -> list[dict]:
-    fused = train_group([Run(PROFILE, **spec) for spec in runs], progress=False)
+def _compare(runs: list[dict], tolerance: float, profile=PROFILE) -> list[dict]:
+    fused = train_group([Run(profile, **spec) for spec in runs], progress=False)
     assert len(fused) == len(runs)
     for spec, rec in zip(runs, fused):
-        single = train(Run(PROFILE, **spec), progress=False)
+        single = train(Run(profile, **spec), progress=False)
         assert rec["key"] == single["key"]
         assert set(rec) == set(single) and set(rec["diagnostics"]) == set(single["diagnostics"])
         assert rec["curves"]["train"]["step"] == single["curves"]["train"]["step"]
@@ -163,31 +162,71 @@ def test_bench_rejects_bad_input_in_one_line():
     assert proc.stderr.count("\n") == 1 and "unknown profile" in proc.stderr
 
 
-def test_the_fused_trainer_takes_the_first_fast_attention_kernel_whose_vmap_gradients_match():
-    from torch.nn.attention import SDPBackend
-
-    flash, cudnn, efficient = fused.FAST_KERNELS
-    # flash raised, cuDNN misreads the layout, the efficient kernel is right: the efficient one
-    assert fused.choose_kernel({flash: None, cudnn: 0.9, efficient: 0.004}) == efficient
-    assert fused.choose_kernel({flash: 0.004, cudnn: 0.004, efficient: 0.004}) == flash
-    # none works (torch 2.11's efficient kernel raises under vmap): every step uses math
-    assert fused.choose_kernel({flash: None, cudnn: None, efficient: None}) == SDPBackend.MATH
-    assert fused.choose_kernel({flash: 2 * fused.KERNEL_TOLERANCE}) == SDPBackend.MATH
-
-
-def test_kernel_errors_measure_each_fast_kernel_against_math_and_note_the_ones_that_raise():
-    errors = fused.kernel_errors("cpu", contextlib.nullcontext(), n_head=2, head_dim=8, T=16)
-    assert set(errors) == set(fused.FAST_KERNELS)
-    # CPU has flash attention (its own kernel, right to rounding) but neither cuDNN nor the
-    # efficient kernel: those raise "no available kernel" and read as None
-    flash, cudnn, efficient = fused.FAST_KERNELS
-    assert errors[flash] is not None and errors[flash] < 1e-5
-    assert errors[cudnn] is None and errors[efficient] is None
+def test_clipping_and_weight_decay_stay_per_model():
+    """A clip that bites on every step and a heavy weight decay: each model of the group is
+    clipped by its own norm and decayed by its own AdamW groups, as when it trains alone."""
+    profile = get_profile("smoke", max_iters=60, eval_interval=20, log_interval=1, learning_rate=1e-3, min_lr=1e-4,
+                          grad_clip=0.05, weight_decay=0.5)
+    runs = [{"variant": "full", "seed": 1}, {"variant": "ffn_only", "seed": 2}]
+    fused_runs = _compare(runs, 1e-5, profile)
+    norms = [r["curves"]["train"]["grad_norm"] for r in fused_runs]
+    assert all(n > 0.05 for curve in norms for n in curve)  # the clip was active at every step
+    assert norms[0] != norms[1]  # and each model's norm is its own
 
 
-def test_on_cpu_the_fused_trainer_leaves_the_attention_kernel_to_torch():
+def test_dropout_gives_each_model_of_a_group_its_own_masks_with_the_same_statistics():
+    """Two copies of one model in a group, dropout 0.2: on the same batch their training losses
+    differ draw by draw (masks of their own), and over many draws each averages what the
+    model alone averages."""
+    from torch.func import stack_module_state
+
+    from residual_lib import batched
+    from residual_lib.model import GPTConfig, ResidualGPT
+
+    config = GPTConfig.for_variant("full", n_layer=2, n_head=2, n_embd=16, block_size=16, vocab_size=11, dropout=0.2)
+    torch.manual_seed(0)
+    model = ResidualGPT(config).use_tensor_switches(True)
+    params, buffers = stack_module_state([model, model])
+    model.use_tensor_switches(False).use_int32_masks(False)
+    g = torch.Generator().manual_seed(1)
+    x, y = torch.randint(0, 11, (4, 16), generator=g), torch.randint(0, 11, (4, 16), generator=g)
+    with torch.no_grad():
+        pairs = torch.stack([batched.forward(params, buffers, config, torch.stack([x, x]), torch.stack([y, y]))[1]
+                             for _ in range(400)])
+        alone = torch.tensor([float(model(x, y)[1]) for _ in range(400)])
+        clean = float(batched.forward(params, buffers, config, torch.stack([x, x]), torch.stack([y, y]),
+                                      training=False)[1][0])
+    assert (pairs[:, 0] != pairs[:, 1]).all()  # never the same masks
+    with torch.no_grad():
+        eval_loss = float(model.eval()(x, y)[1])
+    assert float(pairs.std()) > 1e-3 and abs(clean - eval_loss) < 1e-6
+    stderr = float(alone.std()) / 20  # 400 draws
+    for k in range(2):
+        assert abs(float(pairs[:, k].mean()) - float(alone.mean())) < 4 * 2 ** 0.5 * stderr
+
+
+def test_a_group_evaluates_every_model_in_one_pass_as_each_would_alone():
     from residual_lib.data import load_corpus
 
-    state = RunState(Run(get_profile("smoke", max_iters=2), "full", 1), load_corpus("shakespeare_char"), "cpu")
-    trainer = fused.FusedTrainer([state])
-    assert trainer.attention_kernel is None
+    corpus = load_corpus("shakespeare_char")
+    profile = get_profile("smoke", max_iters=2)
+    states = [RunState(Run(profile, variant, seed, eval_mode=mode), corpus, "cpu")
+              for variant, seed, mode in (("full", 1, "fixed"), ("ffn_only", 2, "random"), ("attn_only", 3, "fixed"))]
+    trainer = fused.FusedTrainer(states)
+    together = trainer.evaluate()
+    again = [RunState(Run(profile, variant, seed, eval_mode=mode), corpus, "cpu")  # fresh generators, same seeds
+             for variant, seed, mode in (("full", 1, "fixed"), ("ffn_only", 2, "random"), ("attn_only", 3, "fixed"))]
+    alone = [state.evaluate() for state in again]
+    assert _max_rel(alone, together) < 1e-5
+
+
+def test_batches_cut_on_the_device_are_the_hosts_bit_for_bit():
+    """The CUDA path of next_batch (offsets drawn on the host, windows cut from a copy of the
+    corpus on the device), run here on CPU: the same batches as get_batch, in the same order."""
+    from residual_lib.data import load_corpus
+
+    corpus = load_corpus("shakespeare_char")
+    one, two = (RunState(Run(get_profile("smoke"), "full", 7), corpus, "cpu") for _ in range(2))
+    for _ in range(3):
+        (x1, y1), (x2, y2) = one.next_batch(), two.cut_batch()
+        assert torch.equal(x1, x2) and torch.equal(y1, y2) and x2.dtype == torch.int64

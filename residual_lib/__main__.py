@@ -307,14 +307,17 @@ def _bench(args) -> int:
 
 def _device_check(args) -> int:
     if args.plan is not None:
-        if args.seconds is None or args.seconds <= 0:
+        if args.seconds is None:
             raise RunError("--plan needs --seconds, the time left for training (a positive number)")
         try:
             bench_report = json.loads(Path(args.plan).read_text())
         except (OSError, ValueError) as exc:
             raise RunError(f"cannot read the bench report {args.plan} ({exc.__class__.__name__}): pass the --json "
                            "file of python -m residual_lib bench") from None
-        plan = plan_groups(bench_report, args.seconds, get_profile(args.profile))
+        try:
+            plan = plan_groups(bench_report, args.seconds, get_profile(args.profile))
+        except ValueError as exc:
+            raise RunError(f"--plan: {exc}") from None
         print(f"fuse={plan['fuse']} runs={plan['runs']} groups={plan['groups']}")
         return 0
     device = resolve_device(args.device)

@@ -216,30 +216,50 @@ MAX_FUSE = 32
 
 
 def run_seconds(profile, tokens_per_s: float) -> float:
-    """Seconds one run of ``profile`` takes at ``tokens_per_s`` (a group's rate per model):
-    its training tokens, plus its evaluations (``eval_iters`` batches every
-    ``eval_interval`` steps and at the end), counted at a third of a training token each (a
-    forward pass without the backward)."""
+    """Seconds one run of ``profile`` spends training and evaluating during training at
+    ``tokens_per_s`` (a group's rate per model): its training tokens, plus its evaluations
+    (``eval_iters`` batches every ``eval_interval`` steps and at the end), counted at a third
+    of a training token each (a forward pass without the backward)."""
     evals = profile.max_iters // profile.eval_interval + 1
     eval_tokens = evals * profile.eval_iters * profile.batch_size * profile.block_size
     return (profile.tokens_per_step * profile.max_iters + eval_tokens / 3) / tokens_per_s
+
+
+def finish_seconds(profile, tokens_per_s: float) -> float:
+    """Seconds of one run's final evaluations (the fixed batches and ``eval_noise_repeats``
+    random draws, model by model after a group's last step) at ``tokens_per_s``, the rate of
+    one model alone, a forward token counted as a third of a training token."""
+    tokens = (profile.eval_noise_repeats + 1) * profile.eval_iters * profile.batch_size * profile.block_size
+    return tokens / 3 / tokens_per_s
 
 
 def plan_groups(bench: dict, seconds: float, profile, per_group: int = 4) -> dict:
     """The group size that records the most runs in ``seconds``, from a benchmark's figures
     (``bench``: :func:`residual_lib.bench.bench`'s, whose ``fused_sizes`` gives the group rates
     it measured; ``single_tokens_per_s`` the rate alone). Only whole groups are planned, so
-    none is cut off at the deadline, within :data:`PLAN_MARGIN` of ``seconds``; groups are
-    multiples of ``per_group`` (a seed's four central variants). Returns ``fuse``, ``runs``,
-    ``groups`` and ``seconds_per_group``; ``runs`` 0 when not even one run fits."""
-    rates = {1: bench["single_tokens_per_s"], **{int(k): v for k, v in (bench.get("fused_sizes") or {}).items()}}
+    none is cut off at the deadline, within :data:`PLAN_MARGIN` of ``seconds``; a group's time
+    counts its training and evaluations at the group's rate and its final evaluations model by
+    model at the single rate; groups are multiples of ``per_group`` (a seed's four central
+    variants), at most :data:`MAX_FUSE`. Returns ``fuse``, ``runs``, ``groups`` and
+    ``seconds_per_group``; ``runs`` 0 when not even one run fits. Raises ``ValueError`` for a
+    report without a usable single rate, or ``seconds`` that is not a positive finite number."""
+    if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
+        raise ValueError(f"the time left must be a positive number of seconds, not {seconds}")
+    single = bench.get("single_tokens_per_s") if isinstance(bench, dict) else None
+    if not (isinstance(single, (int, float)) and math.isfinite(single) and single > 0):
+        raise ValueError("the bench report has no positive single_tokens_per_s: pass the --json file of "
+                         "python -m residual_lib bench")
+    rates = {1: float(single)}
+    for key, rate in (bench.get("fused_sizes") or {}).items():
+        size = int(key) if str(key).isdigit() else 0
+        if 1 < size <= MAX_FUSE and size % per_group == 0 and isinstance(rate, (int, float)) \
+                and math.isfinite(rate) and rate > 0:
+            rates[size] = float(rate)
     best = {"fuse": 1, "runs": 0, "groups": 0, "seconds_per_group": None}
     for size, rate in sorted(rates.items()):
-        if size > MAX_FUSE or (size > 1 and size % per_group):
-            continue
-        group_seconds = run_seconds(profile, rate / size)  # every model of the group advances at rate / size
+        group_seconds = run_seconds(profile, rate / size) + size * finish_seconds(profile, single)
         groups = int(PLAN_MARGIN * seconds // group_seconds)
-        if groups * size >= best["runs"] and groups:
+        if groups and groups * size >= best["runs"]:
             best = {"fuse": size, "runs": groups * size, "groups": groups, "seconds_per_group": group_seconds}
     return best
 

@@ -46,16 +46,14 @@ def perturb_init(model: torch.nn.Module, init_noise: float, seed: int, replicate
             p.mul_(1.0 + init_noise * torch.randn(p.shape, generator=gen, dtype=p.dtype))
 
 
-_DEVICE_CORPORA: dict = {}
-
-
-def _on_device(tokens, device: str) -> torch.Tensor:
-    """The corpus split ``tokens`` as an int32 tensor on ``device``, copied once per process
-    (a group's models share it)."""
-    key = (id(tokens), device)
-    if key not in _DEVICE_CORPORA:
-        _DEVICE_CORPORA[key] = torch.from_numpy(np.asarray(tokens, dtype=np.int32)).to(device)
-    return _DEVICE_CORPORA[key]
+def _on_device(corpus, device: str) -> torch.Tensor:
+    """The corpus's training split as an int32 tensor on ``device``: copied once and kept on
+    the corpus object itself (the models of a group share one corpus), so it goes when the
+    corpus goes and can never be another corpus's."""
+    copies = corpus.__dict__.setdefault("_device_train", {})
+    if device not in copies:
+        copies[device] = torch.from_numpy(np.asarray(corpus.train, dtype=np.int32)).to(device)
+    return copies[device]
 
 
 @functools.lru_cache(maxsize=8)
@@ -142,7 +140,7 @@ class RunState:
         if self.device.startswith("cuda"):
             ix = ix.pin_memory().to(self.device, non_blocking=True)
         windows = ix.unsqueeze(1) + _offsets(p.block_size + 1, self.device)
-        tokens = _on_device(self.corpus.train, self.device)[windows].long()
+        tokens = _on_device(self.corpus, self.device)[windows].long()
         return tokens[:, :-1], tokens[:, 1:]
 
     @torch.no_grad()

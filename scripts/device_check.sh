@@ -75,21 +75,45 @@ timeout --signal=TERM "$(( $(left) > 120 ? 120 : $(left) ))" \
     --warmup 1 --repeats 1 --json "$OUT/bench.json" > "$OUT/bench.log" 2>&1 \
   || echo "bench stopped or failed: see bench.log" >> "$OUT/env.txt"
 
+# the records this checkout holds already: the sweep reuses them, and only seeds with a run
+# still missing are trained (a lease goes on where the last one stopped)
+mkdir -p "$WORK/results/$PROFILE"
+cp results/"$PROFILE"/*.json "$WORK/results/$PROFILE/" 2>/dev/null || true
+section=$(basename "${SECTIONS%% *}" .py)
+# shellcheck disable=SC2086
+SEEDS=$("$PYTHON" - "$section" "$PROFILE" "$WORK/results" $SEEDS <<'PY'
+import sys
+from residual_lib.records import find_record
+from residual_lib.sections import plan
+section, profile, results, seeds = sys.argv[1], sys.argv[2], sys.argv[3], [int(s) for s in sys.argv[4:]]
+print(" ".join(str(s) for s in seeds
+               if any(find_record(results, r.profile.name, r.key) is None for r in plan(section, profile, [s]))))
+PY
+)
 # the group size and the number of seeds: whole groups that finish before the deadline
-if [[ -z $FUSE && -f $OUT/bench.json ]]; then
-  plan=$("$PYTHON" -m residual_lib device-check --plan "$OUT/bench.json" --seconds "$(left)" --profile "$PROFILE")
-  echo "plan: $plan" >> "$OUT/env.txt"
+skip=""
+if [[ -z $FUSE ]]; then
+  plan=$("$PYTHON" -m residual_lib device-check --plan "$OUT/bench.json" --seconds "$(left)" --profile "$PROFILE" \
+         2>> "$OUT/env.txt") || plan=""
+  echo "plan: ${plan:-none (see above)}" >> "$OUT/env.txt"
   FUSE=$(sed -n 's/.*fuse=\([0-9]*\).*/\1/p' <<< "$plan")
   runs=$(sed -n 's/.*runs=\([0-9]*\).*/\1/p' <<< "$plan")
-  n_seeds=$(( runs / 4 > 0 ? runs / 4 : 1 ))
-  SEEDS=$(tr ' ' '\n' <<< "$SEEDS" | head -n "$n_seeds" | tr '\n' ' ')
-  echo "training $n_seeds seeds, $FUSE at a time: $SEEDS" >> "$OUT/env.txt"
+  if [[ -z $plan || ${runs:-0} == 0 ]]; then
+    skip="no whole run fits the time left (plan: ${plan:-none})"
+  else
+    n_seeds=$(( runs / 4 > 0 ? runs / 4 : 1 ))
+    SEEDS=$(tr ' ' '\n' <<< "$SEEDS" | grep . | head -n "$n_seeds" | tr '\n' ' ')
+    echo "training seeds $SEEDS($FUSE runs at a time; the plan has room for $runs runs)" >> "$OUT/env.txt"
+  fi
 fi
 FUSE=${FUSE:-1}
+[[ -n ${SEEDS// /} ]] || skip="every run of these seeds is recorded already"
 
 # SIGTERM stops the sweep as Ctrl-C does: finished records stay, runs in flight are stopped
 remaining=$(left)
-if (( remaining > 10 )); then
+if [[ -n $skip ]]; then
+  echo "$skip" > "$OUT/sweep.log"
+elif (( remaining > 10 )); then
   # shellcheck disable=SC2086
   timeout --signal=TERM "$remaining" "$PYTHON" -m residual_lib sweep $SECTIONS \
       --profile "$PROFILE" --device "$DEVICE" --seeds $SEEDS --fuse "$FUSE" --no-notebooks --results "$WORK/results" \
@@ -98,7 +122,6 @@ else
   echo "no time left for the sweep" > "$OUT/sweep.log"
 fi
 
-mkdir -p "$WORK/results/$PROFILE"
 (cd "$WORK" && find "results/$PROFILE" -maxdepth 1 -name '*.json' -print0 | sort -z \
   | tar --null -czf "$OUT/records.tar.gz" -T -)
 "$PYTHON" -m residual_lib summary "$WORK/results" --profile "$PROFILE" > "$OUT/summary.txt" 2>&1 \

@@ -98,7 +98,7 @@ def test_the_device_script_runs_end_to_end_on_cpu_without_settings(tmp_path):
     assert all(v in summary for v in ("full", "attn_only", "ffn_only", "no_residual"))
     env_txt = (out / "env.txt").read_text()
     assert "4 records in records.tar.gz" in env_txt
-    assert "plan: fuse=1 " in env_txt and "training 1 seeds, 1 at a time: 1" in env_txt  # no group rates on CPU
+    assert "plan: fuse=1 " in env_txt and "training seeds 1 (1 runs at a time" in env_txt  # no group rates on CPU
 
 
 def test_the_device_script_trains_a_fused_group_of_eight_on_cpu(tmp_path):
@@ -120,22 +120,25 @@ def test_the_device_script_trains_a_fused_group_of_eight_on_cpu(tmp_path):
 
 
 def test_a_plan_fills_the_time_left_with_whole_groups():
-    from residual_lib.devicecheck import PLAN_MARGIN, plan_groups, run_seconds
+    from residual_lib.devicecheck import PLAN_MARGIN, finish_seconds, plan_groups, run_seconds
     from residual_lib.profiles import get_profile
 
     profile = get_profile("paper-10m")
     alone = run_seconds(profile, 1e6)
     assert alone == pytest.approx((16_384 * 5_000 + 21 * 200 * 16_384 / 3) / 1e6)  # 82M tokens and 21 evaluations
-    # groups of 8 at 3x the single rate: a group takes 8 / 3 of a run alone
+    finish = finish_seconds(profile, 1e6)  # each model's final evaluations, one after another
+    assert finish == pytest.approx(9 * 200 * 16_384 / 3 / 1e6)  # the fixed batches and 8 random draws
     bench = {"single_tokens_per_s": 1e6, "fused_sizes": {"8": 3e6, "16": 5e6, "32": 5.5e6}}
     plan = plan_groups(bench, seconds=10 * alone, profile=profile)
-    # 8 s of every 10 fill: 32 models at 5.5x take 5.8 runs' time, one group (32 runs); 16 at 5x: 3.2, two (32)
-    assert plan["runs"] == 32 and plan["fuse"] == 32 and plan["groups"] == 1
+    # 80% of ten runs' time: alone 7 runs; 8 at 3x take 8/3 runs' time plus 8 final evaluations
+    # (two groups, 16 runs); 16 at 5x one group (16 runs); 32 at 5.5x do not fit
+    assert (plan["fuse"], plan["runs"], plan["groups"]) == (16, 16, 1)
+    assert plan["seconds_per_group"] == pytest.approx(16 / 5 * alone + 16 * finish)
     assert plan["seconds_per_group"] * plan["groups"] <= PLAN_MARGIN * 10 * alone
-    # too little time for any group: the single rate's one run, or nothing
+    # too little time for any run: nothing; a little more: one run alone
     assert plan_groups(bench, seconds=1.1 * alone, profile=profile)["runs"] == 0
-    assert plan_groups(bench, seconds=1.3 * alone, profile=profile) == {
-        "fuse": 1, "runs": 1, "groups": 1, "seconds_per_group": pytest.approx(alone)}
+    assert plan_groups(bench, seconds=1.5 * alone, profile=profile) == {
+        "fuse": 1, "runs": 1, "groups": 1, "seconds_per_group": pytest.approx(alone + finish)}
 
 
 def test_the_plan_command_reads_a_bench_report_and_refuses_bad_input(tmp_path):
@@ -144,11 +147,25 @@ def test_the_plan_command_reads_a_bench_report_and_refuses_bad_input(tmp_path):
     cli = [sys.executable, "-m", "residual_lib", "device-check", "--plan", str(bench)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(cli + ["--seconds", "900"], capture_output=True, text=True, env=env, timeout=120)
-    # a group of 8 at 4x takes 210 s; 80% of 900 s holds three
-    assert done.returncode == 0 and done.stdout.strip() == "fuse=8 runs=24 groups=3", done.stderr
-    for bad, message in ((["--seconds", "0"], "--plan needs --seconds"), ([], "--plan needs --seconds")):
+    # a group of 8 at 4x takes 210 s and its final evaluations 79 s more; 80% of 900 s holds two
+    assert done.returncode == 0 and done.stdout.strip() == "fuse=8 runs=16 groups=2", done.stderr
+    for bad, message in ((["--seconds", "0"], "positive number of seconds"), (["--seconds", "nan"], "not nan"),
+                         (["--seconds", "inf"], "not inf"), ([], "--plan needs --seconds")):
         refused = subprocess.run(cli + bad, capture_output=True, text=True, env=env, timeout=120)
         assert refused.returncode == 2 and message in refused.stderr and refused.stderr.count("\n") == 1
     missing = subprocess.run([*cli[:-1], str(tmp_path / "nope.json"), "--seconds", "60"], capture_output=True,
                              text=True, env=env, timeout=120)
     assert missing.returncode == 2 and "cannot read the bench report" in missing.stderr
+
+
+def test_a_plan_refuses_a_report_without_a_usable_rate_and_ignores_sizes_it_cannot_use():
+    from residual_lib.devicecheck import plan_groups
+    from residual_lib.profiles import get_profile
+
+    profile = get_profile("paper-10m")
+    for report in ({}, {"single_tokens_per_s": 0}, {"single_tokens_per_s": float("nan")}):
+        with pytest.raises(ValueError, match="single_tokens_per_s"):
+            plan_groups(report, 600, profile)
+    # sizes that are not whole seeds, negative, too large or with no rate are left out
+    report = {"single_tokens_per_s": 1e6, "fused_sizes": {"-4": 9e9, "6": 9e9, "64": 9e9, "8": 0, "16": None}}
+    assert plan_groups(report, 1e9, profile)["fuse"] == 1

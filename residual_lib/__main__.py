@@ -35,7 +35,7 @@ from .architecture import VARIANTS
 from .bench import bench, report, write_json
 from .book import build
 from .data import DataError
-from .devicecheck import CHECKS, plan_groups, run_checks, write_report
+from .devicecheck import CHECKS, plan_from_report, run_checks, write_report
 from .execute import all_notebooks
 from .files import NotWritableError, check_writable
 from .analysis import CONDITIONS
@@ -230,9 +230,8 @@ def _summary(args) -> int:
     table = summarize(frame, by=by).merge(sizes, on=by).merge(kernels, on=by)
     table["variant"] = pd.Categorical(table["variant"], [v for v in VARIANTS if v in set(table["variant"])])
     table = table.sort_values(by).rename(columns={"count": "runs"})
-    for name in ("gain", "init_noise"):  # settings, not measurements: as they were given (1e-06, not 0.0000)
-        if name in table:
-            table[name] = table[name].map("{:g}".format)
+    for name in {"gain", "init_noise"} & set(table):  # settings, not measurements: 1e-06, not 0.0000
+        table[name] = table[name].map("{:g}".format)
     with pd.option_context("display.float_format", "{:.4f}".format, "display.width", 160):
         print(table.to_string(index=False))
     hours = every.wall_seconds.sum() / 3600
@@ -288,7 +287,6 @@ def _bench(args) -> int:
         raise RunError(f"--warmup must be >= 0, got {args.warmup}")
     device = resolve_device(args.device)
     if args.json:  # before the benchmark, not after it
-
         check_writable(Path(args.json).resolve().parent, option="--json", what="the report")
     if args.reference is not None and not Path(args.reference).is_file():
         raise RunError(f"--reference {args.reference} is not a file: pass nanoGPT's model.py")
@@ -306,18 +304,11 @@ def _bench(args) -> int:
 
 
 def _device_check(args) -> int:
-    if args.plan is not None:
-        if args.seconds is None:
-            raise RunError("--plan needs --seconds, the time left for training (a positive number)")
+    if args.plan is not None:  # the lease's group size, from a bench report (residual_lib.devicecheck)
         try:
-            bench_report = json.loads(Path(args.plan).read_text())
-        except (OSError, ValueError) as exc:
-            raise RunError(f"cannot read the bench report {args.plan} ({exc.__class__.__name__}): pass the --json "
-                           "file of python -m residual_lib bench") from None
-        try:
-            plan = plan_groups(bench_report, args.seconds, get_profile(args.profile))
+            plan = plan_from_report(args.plan, args.seconds, get_profile(args.profile))
         except ValueError as exc:
-            raise RunError(f"--plan: {exc}") from None
+            raise RunError(str(exc)) from None
         print(f"fuse={plan['fuse']} runs={plan['runs']} groups={plan['groups']}")
         return 0
     device = resolve_device(args.device)
@@ -325,7 +316,6 @@ def _device_check(args) -> int:
     if unknown:
         raise RunError(f"unknown {plural('check', len(unknown))} {', '.join(unknown)}: choose from {', '.join(CHECKS)}")
     if args.json:
-
         check_writable(Path(args.json).resolve().parent, option="--json", what="the report")
     report = run_checks(device, args.checks)
     if args.json:

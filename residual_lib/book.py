@@ -92,6 +92,7 @@ def _clean_executed(path: Path, source: str) -> None:
       figure's output into myst-nb's cell metadata, which renders it as a numbered figure;
     - put the Markdown a cell tagged ``markdown-output`` displays into the page as a Markdown
       cell after it (:func:`_markdown_output`);
+    - write the variants' code names in Markdown, written or printed, as the prose names them;
     - replace the paths papermill stores in the notebook's metadata (the whole input
       notebook, the building machine's output path) by the repository-relative ``source``."""
     import nbformat
@@ -106,7 +107,12 @@ def _clean_executed(path: Path, source: str) -> None:
             tags.append("hide-input")
         if tags:
             cell.metadata["tags"] = tags
+        if cell.cell_type == "markdown":  # backticks (code, MyST roles) are kept as they are
+            cell.source = prose_names(cell.source)
         for output in cell.get("outputs", []):
+            # sentences a page prints: the variants as the prose names them (code in backticks kept)
+            if "text/markdown" in output.get("data", {}):
+                output["data"]["text/markdown"] = prose_names(output["data"]["text/markdown"])
             figure = output.get("metadata", {}).pop("residual_lib", None)
             if figure:
                 cell.metadata["mystnb"] = {"figure": {"name": figure["name"], "caption": figure["caption"]},

@@ -264,6 +264,22 @@ def plan_groups(bench: dict, seconds: float, profile, per_group: int = 4) -> dic
     return best
 
 
+def plan_from_report(path, seconds: float | None, profile) -> dict:
+    """:func:`plan_groups` from a bench report's JSON file; ``ValueError`` with a one-line
+    message naming the fix for a missing time, an unreadable file or an unusable report."""
+    if seconds is None:
+        raise ValueError("--plan needs --seconds, the time left for training (a positive number)")
+    try:
+        report = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read the bench report {path} ({exc.__class__.__name__}): pass the --json file of "
+                         "python -m residual_lib bench") from None
+    try:
+        return plan_groups(report, seconds, profile)
+    except ValueError as exc:
+        raise ValueError(f"--plan: {exc}") from None
+
+
 def environment(device: str) -> dict:
     """What the checks ran on."""
     info = {"python": platform.python_version(), "torch": torch.__version__, "device": device,

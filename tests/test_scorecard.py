@@ -414,10 +414,19 @@ def test_the_verdict_grid_has_a_row_per_claim_and_a_symbol_per_checked_cell(tmp_
     central(tmp_path, "cpu", attn=1.8, ffn=3.33)
     table = scorecard.build(tmp_path, stand_in="cpu")
     frame = scorecard.grid(table, stand_in="cpu")
-    assert list(frame.columns) == ["cpu", "cpu-dropout", "paper-10m", "paper-124m"]
+    # no paper-scale records: their columns are left out and named for the note under the grid
+    assert list(frame.columns) == ["cpu", "cpu-dropout"]
+    assert frame.attrs["without_records"] == ["paper-10m", "paper-124m"]
+    assert "`paper-10m` and `paper-124m` have no records yet" in scorecard.grid_note(frame)
     assert list(frame.index) == [scorecard.TITLES[c] for c in dict.fromkeys(paper.claims().claim)]
     assert frame.loc[scorecard.TITLES["asymmetry_10m"], "cpu"] == "reproduced"
-    assert pd.isna(frame.loc[scorecard.TITLES["asymmetry_10m"], "paper-124m"])  # a 10M claim
+    # a verdict from paper-10m's records brings its column (a 124M claim has no cell there)
+    judged = table.assign(verdict=table.verdict.where(~((table.profile == "paper-10m")
+                                                        & (table.claim == "asymmetry_10m")), "reproduced"))
+    frame = scorecard.grid(judged, stand_in="cpu")
+    assert list(frame.columns) == ["cpu", "cpu-dropout", "paper-10m"] and scorecard.grid_note(frame).startswith(
+        "`paper-124m` has no records yet")
+    assert pd.isna(frame.loc[scorecard.TITLES["seeds_124m"], "paper-10m"])
     html = scorecard.grid_html(frame)
     assert html.count('class="verdict v-') == int(frame.notna().sum().sum())
     assert '<span class="verdict-symbol" aria-hidden="true">✓</span><span class="verdict-label"> reproduced</span>' in html

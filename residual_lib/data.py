@@ -29,7 +29,6 @@ directory, never into the data directory.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -74,9 +73,8 @@ def cache_dir() -> Path:
 PACKAGED_SHAKESPEARE = Path(__file__).resolve().parent / "corpora" / "tinyshakespeare.txt"
 
 
-@functools.lru_cache(maxsize=4)
-def _verified(path: Path, size: int, mtime: float) -> bool:
-    return hashlib.sha256(path.read_bytes()).hexdigest() == SHAKESPEARE_SHA256
+def _verified(path: Path) -> bool:
+    return files_sha256(path) == SHAKESPEARE_SHA256  # read once per process while the file is unchanged
 
 
 def shakespeare_path(directory: str | os.PathLike | None = None) -> Path:
@@ -90,8 +88,7 @@ def shakespeare_path(directory: str | os.PathLike | None = None) -> Path:
                 f"TinyShakespeare not found at {path}: point RESIDUAL_DATA_DIR (or --data-dir) "
                 "at a folder holding tinyshakespeare/input.txt, or unset it to use the packaged copy"
             )
-        stat = path.stat()
-        if not _verified(path, stat.st_size, stat.st_mtime):
+        if not _verified(path):
             # a run's key names its corpus; another text under that name would train (and be
             # averaged into the profile) as if it were TinyShakespeare
             raise DataError(f"{path} is not TinyShakespeare (its sha256 is not {SHAKESPEARE_SHA256[:12]}…): point "
@@ -99,15 +96,13 @@ def shakespeare_path(directory: str | os.PathLike | None = None) -> Path:
         return path
     packaged = PACKAGED_SHAKESPEARE
     if packaged.is_file():
-        stat = packaged.stat()
-        if not _verified(packaged, stat.st_size, stat.st_mtime):
+        if not _verified(packaged):
             raise DataError(f"{packaged} does not match TinyShakespeare's sha256 {SHAKESPEARE_SHA256}: reinstall "
                             "residual_lib (or delete the file to download a fresh copy)")
         return packaged
     path = cache_dir() / "tinyshakespeare" / "input.txt"
     if path.is_file():
-        stat = path.stat()
-        if not _verified(path, stat.st_size, stat.st_mtime):
+        if not _verified(path):
             raise DataError(f"{path} does not match TinyShakespeare's sha256 {SHAKESPEARE_SHA256}: delete it to "
                             "download a fresh copy")
     else:

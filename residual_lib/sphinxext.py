@@ -125,10 +125,7 @@ _ICONS_JS = """/* The book's icons: those of the Font Awesome Free bundle (CC BY
       icon.replaceWith(svg);
     }
   }
-  const style = document.createElement("style");
-  style.textContent = ".svg-inline--fa{display:inline-block;height:1em;overflow:visible;vertical-align:-.125em}" +
-    ".svg-inline--fa.fa-lg{height:1.25em;vertical-align:-.2em}.svg-inline--fa.fa-fw{width:1.25em}";
-  document.head.appendChild(style);
+  // sized by _static/verdicts.css, as the icons drawn into the pages at build time
   document.addEventListener("DOMContentLoaded", () => {
     draw(document);
     new MutationObserver(() => draw(document)).observe(document.body, {childList: true, subtree: true});

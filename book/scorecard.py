@@ -49,7 +49,7 @@ glue("stand_in", profile)
 # the introduction's "What was run"
 glue("stand_in_scope", Prose(scorecard.stand_in_scope(profile)))
 # also on the introduction
-glue("profiles_sentence", Prose(scorecard.profiles_sentence(profile)))
+glue("profiles_sentence", Prose(scorecard.profiles_sentence(profile, records)))
 glue("legend", Prose(scorecard.legend()))  # the same words on the introduction
 verdicts = scorecard.grid(table, stand_in=profile)
 grid_html = scorecard.grid_html(verdicts, fragile_cells=fragile)

@@ -149,6 +149,20 @@ said = [*findings.values(), top, *([seed_note] if seed_note else [])]
 Markdown(ladder.bullet_list(said))
 
 # %% [markdown]
+# ## The top rung at the paper's budget
+#
+# The ladder fixes the budget and varies the size. The paper's own setting
+# ([chapter 12](12_paper_scale)) adds the other axis at the top rung's shape: the same
+# model trained on many more tokens, by the paper's recipe.
+
+# %%
+budgets, budgets_text = ladder.two_budgets(every_run, rungs, profile)
+glue("ladder_two_budgets", Prose(budgets_text))
+display(Markdown(budgets_text))
+if len(budgets):
+    display(table(budgets, caption="Final validation loss at two budgets (nats)"))
+
+# %% [markdown]
 # **What this can and cannot tell.** Within the ladder, a trend in `attn_only − full`
 # (shrinking or growing with size) and whether `ffn_only` stays at the floor at every rung
 # are measured over the rungs that have records, with an interval wherever a rung has more

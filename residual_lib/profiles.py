@@ -211,6 +211,13 @@ PROFILES["smoke-gain-early"] = replace(PROFILES["smoke"], name="smoke-gain-early
 #: Each profile and the profile that times its gain runs' first steps (:data:`PROFILES` above).
 GAIN_TIMING: dict[str, str] = {"cpu": "cpu-gain-early", "smoke": "smoke-gain-early"}
 
+# The paper's own 10M setting beside each stand-in (chapter 12): paper-10m itself, and at smoke a
+# smoke model with paper-10m's dropout and a longer run, so that the chapter's code is exercised
+# in seconds by the tests.
+PROFILES["smoke-paper"] = replace(PROFILES["smoke"], name="smoke-paper", dropout=0.2, max_iters=200, eval_interval=25)
+#: Each stand-in (and paper-10m itself) and the profile that runs the paper's 10M setting beside it.
+PAPER_SCALE: dict[str, str] = {"cpu": "paper-10m", "paper-10m": "paper-10m", "smoke": "smoke-paper"}
+
 PROFILES["smoke-ladder-s"] = replace(PROFILES["smoke"], name="smoke-ladder-s", n_embd=12)
 PROFILES["smoke-ladder-m"] = replace(PROFILES["smoke"], name="smoke-ladder-m", n_embd=20)
 

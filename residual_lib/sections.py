@@ -16,7 +16,7 @@ import pandas as pd
 from .architecture import CENTRAL_VARIANTS
 from .frames import recipe_runs, usable
 from .paths import results_folder
-from .profiles import DROPOUT_TWIN, GAIN_TIMING, LADDER_SEEDS, get_profile, ladder
+from .profiles import DROPOUT_TWIN, GAIN_TIMING, LADDER_SEEDS, PAPER_SCALE, get_profile, ladder
 from .records import find_record
 from .runs import PAPER_SEEDS, Run
 from .tables import plural, scientific
@@ -138,6 +138,23 @@ def _budget(profile, seeds, variants):
     return runs
 
 
+#: The paper's own 10M setting (chapter 12): the four central variants at the first seed, then
+#: the two the paper's asymmetry compares at the next two (as machine time allows).
+PAPER_SCALE_SEEDS = 3
+
+
+def _paper_scale(profile, seeds, variants):
+    """The paper's 10M setting beside ``profile`` (:data:`residual_lib.profiles.PAPER_SCALE`),
+    in the order it trains: AttnOnly, FFNOnly, Full and NoResidual at the first seed, then
+    AttnOnly and FFNOnly at the next two; none at a profile without one."""
+    study = PAPER_SCALE.get(profile)
+    if study is None:
+        return []
+    first, *more = seeds[:PAPER_SCALE_SEEDS]
+    return ([Run(study, v, first) for v in ("attn_only", "ffn_only", "full", "no_residual")]
+            + [Run(study, v, s) for s in more for v in ("attn_only", "ffn_only")])
+
+
 def escape_condition(profile: str, run_profile: str, gain: float, init_noise: float) -> str:
     """The escape-study condition a run of :func:`_ffn_escape` belongs to, by its fields."""
     named = {p: c for c, p in ESCAPE_PROFILES.get(profile, {}).items()}
@@ -160,11 +177,12 @@ PLANS = {
     "09_scale_ladder": _scale_ladder,
     "10_ffn_escape": _ffn_escape,
     "11_budget": _budget,
+    "12_paper_scale": _paper_scale,
 }
 
 
 #: Sections whose chapter shows whatever part of the study has records (the others need all).
-PARTIAL_OK = frozenset({"09_scale_ladder", "10_ffn_escape", "11_budget"})
+PARTIAL_OK = frozenset({"09_scale_ladder", "10_ffn_escape", "11_budget", "12_paper_scale"})
 #: Runs a section plans but shows in whatever part has records (the rest of its runs are
 #: required): chapter 6's runs at the dropout twin, chapter 7's no-mixing control. A
 #: predicate of the run and the section's profile.

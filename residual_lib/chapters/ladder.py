@@ -6,8 +6,9 @@ from __future__ import annotations
 import pandas as pd
 
 from .. import scaling, scorecard
-from ..architecture import CENTRAL_VARIANTS
-from ..profiles import get_profile
+from ..architecture import CENTRAL_VARIANTS, display_name
+from ..frames import usable
+from ..profiles import PAPER_SCALE, get_profile
 from ..sections import controlled
 from ..tables import listing, missing_runs, plural, signed  # noqa: F401 (missing_runs: the notebook's)
 
@@ -173,3 +174,40 @@ def trend_summary(trend: pd.DataFrame) -> str:
 def bullet_list(texts) -> str:
     """``texts`` as a Markdown list, one item each."""
     return "\n".join(f"- {text}" for text in texts)
+
+
+def two_budgets(every_run: pd.DataFrame, rungs, profile: str) -> tuple[pd.DataFrame, str]:
+    """The ladder's top rung (the paper's width and depth at the ladder's budget) beside the paper's
+    own setting (:data:`residual_lib.profiles.PAPER_SCALE`), the token axis of the ladder: each
+    variant's final loss (mean ± std over seeds, with the seeds) at both budgets, and a sentence on
+    what besides the tokens differs. Empty, with a sentence saying so, before both have records."""
+    paper = PAPER_SCALE.get(profile)
+    top = rungs[-1]
+    if paper is None:
+        return pd.DataFrame(), ""
+    sides = {name: controlled(usable(every_run[every_run.profile == name])) if len(every_run) else every_run
+             for name in (top, paper)}
+    low, high = get_profile(top), get_profile(paper)
+    labels = {name: f"{name} ({get_profile(name).training_tokens / 1e6:.3g}M tokens)" for name in sides}
+    rows = []
+    for variant in CENTRAL_VARIANTS:
+        cells = {}
+        for name, part in sides.items():
+            loss = part.loc[part.variant == variant, "final_val_loss"] if len(part) else pd.Series([], dtype=float)
+            cells[labels[name]] = (f"{loss.mean():.3f}" + (f" ± {loss.std():.3f}" if len(loss) > 1 else "")
+                                   + f" ({len(loss)} {plural('seed', len(loss))})") if len(loss) else "—"
+        rows.append({"variant": display_name(variant), **cells})
+    def shown(v) -> str:
+        return f"{v:,}" if isinstance(v, int) else f"{v:g}"
+
+    differs = [f"{what} {shown(getattr(low, field))} against {shown(getattr(high, field))}" for what, field in
+               (("context", "block_size"), ("batch", "batch_size"), ("dropout", "dropout"), ("steps", "max_iters"),
+                ("peak learning rate", "learning_rate")) if getattr(low, field) != getattr(high, field)]
+    text = (f"The {scaling.size_text(sides[top].n_params.max()) if len(sides[top]) else top} shape at two budgets: "
+            f"`{top}` trains on {low.training_tokens / 1e6:.3g}M tokens, `{paper}` on {high.training_tokens / 1e6:.3g}M"
+            f" ({high.training_tokens / low.training_tokens:.3g} times as many). The two recipes also differ in "
+            f"{listing(differs)}, so a difference between the columns is the paper's recipe against the ladder's, "
+            "not the tokens alone.")
+    if not any(len(p) for p in sides.values()):
+        return pd.DataFrame(), "Neither the top rung nor the paper's setting has records yet."
+    return pd.DataFrame(rows), text

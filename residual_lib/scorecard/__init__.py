@@ -51,6 +51,7 @@ from .html import (
     grid,
     grid_html,
     grid_note,
+    how_trained,
     legend,
     profiles_sentence,
     section_view,
@@ -76,6 +77,6 @@ __all__ = [
     "ALPHA_NEAR_ONE", "CLAIMS", "EVIDENCE", "Claim", "DRIFT_REL", "ESCAPE_CONFIDENCE", "FLOOR_TOL", "GAIN_TOL", "GRID_LABELS",
     "LAYER0_FROM", "LAYER0_ZERO", "NOISE_SHARE", "PAPER_SCALE", "RECOVERY_MARGIN", "REL_TOL", "RULES", "Rule",
     "SEED_SPREAD", "SPREAD_TOL", "THRESHOLDS", "TITLES", "Threshold", "VERDICTS", "badge", "build", "claim_anchor",
-    "claims_html", "count_sentence", "fragile", "grid", "grid_html", "grid_note", "legend", "profiles_sentence", "headline", "profiles_for_scale", "scale_note", "stand_in_scope",
+    "claims_html", "count_sentence", "fragile", "grid", "grid_html", "grid_note", "how_trained", "legend", "profiles_sentence", "headline", "profiles_for_scale", "scale_note", "stand_in_scope",
     "section_view", "sensitivity", "stand_ins", "threshold_table", "thresholds", "verdict_box", "verdict_slug",
 ]

@@ -71,14 +71,30 @@ def legend() -> str:
             "? inconclusive at this scale; · not run at this scale; — not a claim at that profile.")
 
 
-def profiles_sentence(stand_in: str = BOOK_PROFILE) -> str:
-    """What a profile is, and the grid's profiles, for readers meeting the word above the grid."""
+def how_trained(records: pd.DataFrame) -> str:
+    """Where and in what precision ``records`` were trained, from their provenance: "on CPU in
+    bf16", "on an NVIDIA H200 in bf16", or each way, joined, where they differ."""
+    ways = []
+    for (device, name, precision), _ in records.groupby(["device", "device_name", "precision"], dropna=False):
+        where = "CPU" if str(device) == "cpu" else (f"an {name}" if isinstance(name, str) and name else "a GPU")
+        ways.append(f"on {where} in {precision}")
+    return listing(ways) if ways else ""
+
+
+def profiles_sentence(stand_in: str = BOOK_PROFILE, records: pd.DataFrame | None = None) -> str:
+    """What a profile is, and the grid's profiles, for readers meeting the word above the grid;
+    with ``records``, how the paper profiles' runs were trained, where they have any."""
     twin = DROPOUT_TWIN.get(stand_in)
     size = get_profile(stand_in)
     text = (f"Each column is a *profile*: a named setting of model, data and training budget. `{stand_in}` is the "
             f"stand-in trained here ({size.n_layer} layers, {size.n_embd} wide, context {size.block_size})")
     text += f", `{twin}` the same with dropout {get_profile(twin).dropout:g}" if twin else ""
-    return text + ", and `paper-10m` and `paper-124m` are the paper's 10M and 124M settings."
+    text += ", and `paper-10m` and `paper-124m` are the paper's 10M and 124M settings."
+    for paper in ("paper-10m", "paper-124m"):
+        own = records[records.profile == paper] if records is not None and len(records) else ()
+        if len(own):
+            text += f" The `{paper}` runs shown were trained here {how_trained(own)}."
+    return text
 
 
 #: Where each claim's evidence is shown: the page (under the book's root, without .html) and the

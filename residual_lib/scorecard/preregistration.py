@@ -90,6 +90,12 @@ AMENDMENTS: tuple[Amendment, ...] = (
               "a second fault probe: copies filed beside the profile folders were bad records, OpenWebText records "
               "of other documents shared a profile, and AttnOnly's mean was quoted over two sets of seeds",
               records_existed=False),
+    Amendment("584515f2bd431282d250082ab3088ffc777f7c47a90439ec7f4f92bc58473b38", "2026-12-05",
+              "the plans gain chapter 12, the paper's setting beside the stand-in (sections._paper_scale: the four "
+              "variants at the first seed, then AttnOnly and FFNOnly at two more, the runs already queued); no rule, "
+              "threshold or selection changed",
+              "the book had no page for the paper-10m runs; AttnOnly seed 1337 was training, its checkpoints unread",
+              records_existed=False),
 )
 
 
@@ -141,8 +147,9 @@ def status(records: pd.DataFrame) -> dict:
     return out
 
 
-def statement(records: pd.DataFrame) -> str:
-    """The scorecard's sentences on the registration."""
+def statement(records: pd.DataFrame, brief: bool = False) -> str:
+    """The scorecard's sentences on the registration; ``brief``: the amendments counted, not
+    listed (the scorecard lists them), for a chapter's opening."""
     s = status(records)
     if s["commit"] is None:
         return (f"The rules that judge `{PROFILE}` were registered by their digest (sha256 {s['digest'][:16]}…), "
@@ -160,7 +167,13 @@ def statement(records: pd.DataFrame) -> str:
         text = text.replace("were fixed before its data", "were registered") + (
             f"only {s['started_after']} of the {s['records']} `{PROFILE}` records; the others started before it "
             "and were judged by rules written with them in view.")
-    if AMENDMENTS:
+    if AMENDMENTS and brief:
+        times = {1: "once", 2: "twice"}.get(len(AMENDMENTS), f"{len(AMENDMENTS)} times")
+        existed = sum(a.records_existed for a in AMENDMENTS)
+        text += (f" The files were amended {times} since, " + ("each before any `paper-10m` record existed"
+                 if not existed else f"{existed} of them after `paper-10m` records existed") +
+                 "; the [scorecard](../book/scorecard) lists what each changed and why.")
+    elif AMENDMENTS:
         times = {1: "once", 2: "twice"}.get(len(AMENDMENTS), f"{len(AMENDMENTS)} times")
         text += f" The files were amended {times} since: " + \
             "; ".join(f"{a.date}, {a.change} ({a.reason}; paper-10m records existed: "

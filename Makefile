@@ -41,10 +41,10 @@ book: venv
 	$(PY) -m residual_lib book --profile $(PROFILE)
 
 # The .ipynb twins of the .py notebooks, which Colab opens from the repository: the same cells,
-# plus the Colab set-up cell and a note on the default profile (residual_lib/book.py, write_twins;
+# plus the Colab set-up cell and a note on the default profile (residual_lib/pages/book.py, write_twins;
 # the ids of unchanged cells are kept, so a regeneration changes only what changed).
 notebooks: venv
-	$(PY) -m residual_lib.book
+	$(PY) -m residual_lib.pages.book
 
 test: venv
 	$(PY) -m pytest -q --durations=10

@@ -29,11 +29,11 @@ gain_seeds = None
 # %% tags=["hide-input"]
 from IPython.display import Markdown
 
-from residual_lib import analysis
-from residual_lib.book import glue
-from residual_lib.chapters import confounds
-from residual_lib.notebook import notebook_records
-from residual_lib.tables import table
+from residual_lib.pages.book import glue
+from residual_lib.pages.chapters import confounds
+from residual_lib.pages.notebook import notebook_records
+from residual_lib.pages.tables import table
+from residual_lib.study import analysis
 
 records = notebook_records("05_confounds", globals())
 gain_runs, early_runs, central = analysis.confound_runs(

@@ -25,9 +25,9 @@ train_missing = False
 # %% tags=["hide-input"]
 from IPython.display import Markdown
 
-from residual_lib import scorecard
-from residual_lib.book import glue
-from residual_lib.tables import table
+from residual_lib.pages import scorecard
+from residual_lib.pages.book import glue
+from residual_lib.pages.tables import table
 
 rows = scorecard.build(results_dir, stand_in=profile)
 failed = rows[

@@ -26,11 +26,11 @@ train_missing = False
 # %% tags=["hide-input"]
 from IPython.display import HTML, Markdown, display
 
-from residual_lib import scorecard
-from residual_lib.book import Prose, glue
-from residual_lib.paths import results_folder
-from residual_lib.frames import load_records
-from residual_lib.tables import table as show_table
+from residual_lib.core.paths import results_folder
+from residual_lib.pages import scorecard
+from residual_lib.pages.book import Prose, glue
+from residual_lib.pages.tables import table as show_table
+from residual_lib.study.frames import load_records
 
 records = load_records(results_folder(results_dir))
 table = scorecard.build(stand_in=profile, records=records)
@@ -67,7 +67,7 @@ Markdown(note) if note else None
 # ## Verdicts fixed before their data
 
 # %% tags=["hide-input"]
-from residual_lib.scorecard import preregistration
+from residual_lib.pages.scorecard import preregistration
 
 Markdown(preregistration.statement(records))
 
@@ -82,7 +82,7 @@ Markdown(preregistration.statement(records))
 # existed when it was made.
 
 # %% tags=["hide-input"]
-from residual_lib.scorecard import history
+from residual_lib.pages.scorecard import history
 
 changed = history.history_table(table, records, profile)
 Markdown(history.summary_sentence(changed, profile))

@@ -28,12 +28,14 @@ train_missing = True
 # %%
 from IPython.display import Markdown, display
 
-from residual_lib import load_corpus, paper, plots
-from residual_lib.book import glue
-from residual_lib.chapters import setup
-from residual_lib.batches import FIXED_VAL_SEED
-from residual_lib.notebook import notebook_records
-from residual_lib.tables import table
+from residual_lib import load_corpus
+from residual_lib.pages import plots
+from residual_lib.pages.book import glue
+from residual_lib.pages.chapters import setup
+from residual_lib.pages.notebook import notebook_records
+from residual_lib.pages.tables import table
+from residual_lib.run.batches import FIXED_VAL_SEED
+from residual_lib.study import paper
 
 _ = notebook_records("03_setup", globals())  # no runs: this only checks the parameters
 glue("fixed_val_seed", Markdown(f"{FIXED_VAL_SEED:,}"))
@@ -63,7 +65,7 @@ table(corpora, decimals=4)
 # Neither equals the whole-split floor above: a model at the floor of its batches can sit
 # slightly above or below the whole-split number. Every chapter and the scorecard compare
 # fixed-batch losses with the fixed-batch floor and random-batch losses with the expected
-# floor of random evaluation (`residual_lib.data.eval_floor`); the whole-split floor is
+# floor of random evaluation (`residual_lib.run.data.eval_floor`); the whole-split floor is
 # shown here only.
 
 # %%
@@ -74,7 +76,7 @@ glue("floor_fixed", f"{setup.fixed_floor(floors, profile):.4f}")
 table(setup.floor_table(floors), index="profile", decimals=4)
 
 # %% [markdown]
-# OpenWebText is prepared on first use by `residual_lib.data.prepare_openwebtext` (streamed
+# OpenWebText is prepared on first use by `residual_lib.run.data.prepare_openwebtext` (streamed
 # from the Hugging Face hub, tokenized once into `uint16` memmaps); the paper reports
 # ~113M tokens from its 100,000 documents.
 

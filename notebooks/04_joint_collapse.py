@@ -15,7 +15,7 @@
 # every evaluation, seed 1337), all three partial configurations collapse to the No-Residual
 # floor at both scales, with a layer-0 gradient norm of zero from step 300 onward for every
 # partial configuration while Full Residual keeps a clearly non-zero one. The paper's
-# numbers are in the folded block below the verdicts, read from `residual_lib/paper_claims.csv`.
+# numbers are in the folded block below the verdicts, read from `residual_lib/study/paper_claims.csv`.
 #
 # **Here.** The same four variants, `random` evaluation mode, the first of the seeds below.
 
@@ -30,12 +30,13 @@ train_missing = True
 # %%
 from IPython.display import Markdown
 
-from residual_lib import analysis, plots, scorecard
-from residual_lib.book import glue
-from residual_lib.chapters import joint_collapse
-from residual_lib.sections import controlled, random_evaluation
-from residual_lib.notebook import notebook_records
-from residual_lib.tables import table
+from residual_lib.pages import plots, scorecard
+from residual_lib.pages.book import glue
+from residual_lib.pages.chapters import joint_collapse
+from residual_lib.pages.notebook import notebook_records
+from residual_lib.pages.tables import table
+from residual_lib.study import analysis
+from residual_lib.study.sections import controlled, random_evaluation
 
 records = notebook_records("04_joint_collapse", globals())
 central, nanogpt = controlled(records), random_evaluation(records)

@@ -19,7 +19,7 @@
 # randomly sampled validation batches are noisy enough to confound comparisons; the
 # controlled runs use batches fixed once with seed {glue:md}`fixed_val_seed`. (c) Representation
 # drift is largest for AttnOnly, then FFNOnly, then Full Residual. The paper's numbers are in
-# the folded block below the verdicts, read from `residual_lib/paper_claims.csv`.
+# the folded block below the verdicts, read from `residual_lib/study/paper_claims.csv`.
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"
@@ -35,12 +35,13 @@ gain_seeds = None
 # %%
 from IPython.display import Markdown
 
-from residual_lib import analysis, plots, scorecard
-from residual_lib.book import glue
-from residual_lib.chapters import confounds
-from residual_lib.batches import FIXED_VAL_SEED
-from residual_lib.notebook import notebook_records
-from residual_lib.tables import table
+from residual_lib.pages import plots, scorecard
+from residual_lib.pages.book import glue
+from residual_lib.pages.chapters import confounds
+from residual_lib.pages.notebook import notebook_records
+from residual_lib.pages.tables import table
+from residual_lib.run.batches import FIXED_VAL_SEED
+from residual_lib.study import analysis
 
 records = notebook_records("05_confounds", globals())
 gain_runs, early_runs, central = analysis.confound_runs(

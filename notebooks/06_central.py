@@ -14,7 +14,7 @@
 # **The paper's claim.** With fixed validation batches (drawn once, seed
 # {glue:md}`fixed_val_seed`) and deterministic training, AttnOnly recovers, seed after seed,
 # at 10M, while FFNOnly collapses to the No-Residual anchor. The paper's numbers are in the
-# folded block below the verdicts, read from `residual_lib/paper_claims.csv`.
+# folded block below the verdicts, read from `residual_lib/study/paper_claims.csv`.
 #
 # **Here.** Every variant × seed below, `fixed` evaluation, deterministic mode.
 
@@ -30,13 +30,14 @@ dropout_twin = None
 # %%
 from IPython.display import Markdown
 
-from residual_lib import analysis, plots, scorecard
-from residual_lib.book import glue
-from residual_lib.chapters import central
-from residual_lib.batches import FIXED_VAL_SEED
-from residual_lib.notebook import notebook_records
-from residual_lib.sections import central_sweep
-from residual_lib.tables import table
+from residual_lib.pages import plots, scorecard
+from residual_lib.pages.book import glue
+from residual_lib.pages.chapters import central
+from residual_lib.pages.notebook import notebook_records
+from residual_lib.pages.tables import table
+from residual_lib.run.batches import FIXED_VAL_SEED
+from residual_lib.study import analysis
+from residual_lib.study.sections import central_sweep
 
 everything = notebook_records("06_central", globals())
 # the central sweep as every page and the scorecard quote it: every variant over the

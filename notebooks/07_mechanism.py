@@ -20,7 +20,7 @@
 # run that the paper itself calls inconclusive because that environment's AttnOnly baseline
 # did not recover. The paper asks for the mixer test to be rerun under clean sweep
 # conditions: that is what this page does. The paper's numbers are in the folded block
-# below the verdicts, read from `residual_lib/paper_claims.csv`.
+# below the verdicts, read from `residual_lib/study/paper_claims.csv`.
 #
 # The `mixer` variant keeps AttnOnly's layout but replaces attention by a causal running
 # mean of a per-token MLP: it moves information across positions with fixed weights 1/t,
@@ -42,13 +42,14 @@ train_missing = True
 # %%
 from IPython.display import Markdown
 
-from residual_lib import analysis, paper, plots, scorecard
-from residual_lib.book import glue
-from residual_lib.chapters import mechanism
-from residual_lib.profiles import get_profile
-from residual_lib.frames import profile_eval_bigram
-from residual_lib.notebook import notebook_records
-from residual_lib.tables import table
+from residual_lib.pages import plots, scorecard
+from residual_lib.pages.book import glue
+from residual_lib.pages.chapters import mechanism
+from residual_lib.pages.notebook import notebook_records
+from residual_lib.pages.tables import table
+from residual_lib.run.profiles import get_profile
+from residual_lib.study import analysis, paper
+from residual_lib.study.frames import profile_eval_bigram
 
 records = notebook_records("07_mechanism", globals())
 absent = records.attrs["missing"]  # the control's runs not recorded yet, listed below
@@ -139,7 +140,7 @@ Markdown(mechanism.starvation_premise(layer0))
 # cross-position mixing suffices, it should sit with AttnOnly. Besides the unigram floor,
 # one more reference: the bigram reference, the cross-entropy on the same evaluation
 # targets of the training split's next-character frequencies given the current character
-# (`residual_lib.data.eval_bigram`). A model that reads only the current character, as the
+# (`residual_lib.run.data.eval_bigram`). A model that reads only the current character, as the
 # control does, can do no better up to the difference between training and validation
 # frequencies; a loss below it uses more than one character of context.
 

@@ -15,7 +15,7 @@
 # with each other; forcing deterministic algorithms removed that run-to-run variance, but an
 # intermediate reproduction over seeds 1337/42/123 landed far from the originally recorded
 # value, with a large seed spread, before the controlled 8-seed sweep recovered it. The
-# paper's numbers are in the folded block below the verdicts, read from `residual_lib/paper_claims.csv`.
+# paper's numbers are in the folded block below the verdicts, read from `residual_lib/study/paper_claims.csv`.
 #
 # **Here.** Repeats of one configuration with and without deterministic algorithms, the
 # seed spread of the same configuration, and every comparison with the paper listed,
@@ -34,11 +34,12 @@ repro_variant = None
 # %%
 from IPython.display import Markdown
 
-from residual_lib import paper, scorecard
-from residual_lib.book import glue
-from residual_lib.chapters import reproduction
-from residual_lib.notebook import notebook_records
-from residual_lib.tables import table
+from residual_lib.pages import scorecard
+from residual_lib.pages.book import glue
+from residual_lib.pages.chapters import reproduction
+from residual_lib.pages.notebook import notebook_records
+from residual_lib.pages.tables import table
+from residual_lib.study import paper
 
 records = notebook_records("08_reproduction", globals())
 scorecard.verdict_box(reproduction.CLAIMS, records)

@@ -28,13 +28,13 @@ perturbations = None
 # %%
 from IPython.display import Markdown
 
-from residual_lib import analysis, escapes, plots, scorecard, verify
-from residual_lib.book import Prose, glue
-from residual_lib.chapters import escape
-from residual_lib.notebook import notebook_records
-from residual_lib.frames import profile_input_blind_line
-from residual_lib.sections import ESCAPE_LINES_FIXED, ESCAPE_THRESHOLDS
-from residual_lib.tables import table
+from residual_lib.pages import plots, scorecard
+from residual_lib.pages.book import Prose, glue
+from residual_lib.pages.chapters import escape
+from residual_lib.pages.notebook import notebook_records
+from residual_lib.pages.tables import table
+from residual_lib.study import analysis, escapes, frames, sections
+from residual_lib.training import verify
 
 records = notebook_records("10_ffn_escape", globals(), skip_missing=True)
 runs = escape.label_conditions(escapes.escapes(records, scorecard.FLOOR_TOL), profile)
@@ -83,13 +83,13 @@ scorecard.verdict_box(["ffn_collapse_10m"], records)
 
 # %%
 rate_runs = escape.rate_runs(runs, profile)
-blind = profile_input_blind_line(profile)
-rates = escapes.escape_rates(rate_runs, (blind, *ESCAPE_THRESHOLDS), confidence=0.95)
+blind = frames.profile_input_blind_line(profile)
+rates = escapes.escape_rates(rate_runs, (blind, *sections.ESCAPE_THRESHOLDS), confidence=0.95)
 if len(rate_runs):
     plots.show(
         plots.escape_distances(
             rate_runs,
-            ESCAPE_THRESHOLDS,
+            sections.ESCAPE_THRESHOLDS,
             escape.rate_settings(profile),
             input_blind=blind,
         ),
@@ -106,7 +106,7 @@ table(
 )
 
 # %% tags=["hide-input"]
-fixed_lines = rates[rates.threshold.isin(ESCAPE_THRESHOLDS)]
+fixed_lines = rates[rates.threshold.isin(sections.ESCAPE_THRESHOLDS)]
 rate_finding = escapes.escape_rate_text(fixed_lines, scorecard.FLOOR_TOL)
 # Markdown on this page, inline HTML where the introduction pastes it
 glue("escape_rate_finding", Prose(rate_finding))
@@ -115,7 +115,7 @@ Markdown(
     + " "
     + escapes.input_blind_text(rate_runs, blind)
     + "\n\n"
-    + escapes.after_lines_text(rate_runs, ESCAPE_LINES_FIXED, scorecard.FLOOR_TOL)
+    + escapes.after_lines_text(rate_runs, sections.ESCAPE_LINES_FIXED, scorecard.FLOOR_TOL)
 )
 
 # %% [markdown]

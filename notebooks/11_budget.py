@@ -21,7 +21,7 @@
 # **Here.** {glue:md}`budget_here`
 #
 # **Fixed before the data.** The seeds, the line, the escape time and the decision rule were
-# committed in `residual_lib/budget.py` before any run of the study was trained; every
+# committed in `residual_lib/study/budget.py` before any run of the study was trained; every
 # record names when it started.
 
 # %% tags=["parameters", "remove-cell"]
@@ -35,13 +35,14 @@ train_missing = True
 # %%
 from IPython.display import Markdown
 
-from residual_lib import budget, plots
-from residual_lib.analysis import curves
-from residual_lib.book import Prose, glue
-from residual_lib.chapters import budget as chapter
-from residual_lib.notebook import notebook_records
-from residual_lib.sections import plan
-from residual_lib.tables import table
+from residual_lib.pages import plots
+from residual_lib.pages.book import Prose, glue
+from residual_lib.pages.chapters import budget as chapter
+from residual_lib.pages.notebook import notebook_records
+from residual_lib.pages.tables import table
+from residual_lib.study import budget
+from residual_lib.study.analysis import curves
+from residual_lib.study.sections import plan
 
 records = notebook_records("11_budget", globals(), skip_missing=True)
 absent = records.attrs["missing"]

@@ -32,15 +32,15 @@ train_missing = True
 # %%
 from IPython.display import Markdown, display
 
-from residual_lib import plots, scorecard
-from residual_lib.book import Prose, glue
-from residual_lib.chapters import paper_scale as chapter
-from residual_lib.frames import load_records
-from residual_lib.notebook import notebook_records
-from residual_lib.paths import results_folder
-from residual_lib.scorecard import preregistration
-from residual_lib.sections import central_sweep
-from residual_lib.tables import table
+from residual_lib.core.paths import results_folder
+from residual_lib.pages import plots, scorecard
+from residual_lib.pages.book import Prose, glue
+from residual_lib.pages.chapters import paper_scale as chapter
+from residual_lib.pages.notebook import notebook_records
+from residual_lib.pages.scorecard import preregistration
+from residual_lib.pages.tables import table
+from residual_lib.study.frames import load_records
+from residual_lib.study.sections import central_sweep
 
 records = notebook_records("12_paper_scale", globals(), skip_missing=True)
 absent = records.attrs["missing"]

@@ -16,17 +16,17 @@ bits on any of them -- the mode every record made before the fast kernels were t
 was trained in, and the one ``verify`` reruns those records under.
 """
 
-from .isa import pin_portable_kernels as _pin
+from .run.isa import pin_portable_kernels as _pin
 
 _pin()  # before anything below imports torch
 
-from .data import Corpus, DataError, load_corpus, unigram_floor
-from .architecture import VARIANTS
-from .model import GPTConfig, ResidualGPT
-from .profiles import PROFILES, Profile, get_profile
-from .frames import load_curves, load_records, summarize
-from .runs import Run
-from .store import obtain
+from .run.architecture import VARIANTS
+from .run.data import Corpus, DataError, load_corpus, unigram_floor
+from .run.model import GPTConfig, ResidualGPT
+from .run.profiles import PROFILES, Profile, get_profile
+from .run.runs import Run
+from .study.frames import load_curves, load_records, summarize
+from .training.store import obtain
 
 __all__ = [
     "Corpus", "DataError", "GPTConfig", "PROFILES", "Profile", "ResidualGPT", "Run", "VARIANTS",

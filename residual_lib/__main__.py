@@ -15,7 +15,7 @@
 ``train`` prints the record's path as its last line (reusing an existing record with
 the same key unless ``--force``). Bad input ends with one line on stderr naming the
 fix and exit status 2; nothing is written. ``verify`` retrains each record's run in a scratch
-folder and exits 1 if any differs from its record (:mod:`residual_lib.verify`).
+folder and exits 1 if any differs from its record (:mod:`residual_lib.training.verify`).
 """
 
 from __future__ import annotations
@@ -31,27 +31,27 @@ from pathlib import Path
 
 import pandas as pd
 
-from .architecture import VARIANTS
-from .bench import bench, report, write_json
-from .book import build
-from .data import DataError
-from .devicecheck import CHECKS, plan_from_report, run_checks, write_report
-from .execute import all_notebooks
-from .files import NotWritableError, check_writable
-from .analysis import CONDITIONS
-from .frames import (kernel_labels, diverged, load_records, off_recipe_lines, recipe_runs, record_eval_floor, summarize,
-                     usable)
-from .paths import results_folder
-from .profiles import BOOK_PROFILE, PROFILES, ProfileError, get_profile
-from .provenance import CommitError
-from .records import RecordError, read_record
-from .runs import PAPER_SEEDS, Run, RunError, check_variant
-from .runtime import isa_mode, resolve_device
-from .sections import DEFAULT_PROFILE, controlled
-from .store import obtain
-from .sweep import sweep
-from .tables import plural
-from .verify import rerunnable, verify_record
+from .commands.bench import bench, report, write_json
+from .commands.devicecheck import CHECKS, plan_from_report, run_checks, write_report
+from .commands.sweep import sweep
+from .core.files import NotWritableError, check_writable
+from .core.paths import results_folder
+from .core.text import plural
+from .pages.book import build
+from .pages.execute import all_notebooks
+from .run.architecture import VARIANTS
+from .run.data import DataError
+from .run.profiles import BOOK_PROFILE, PROFILES, ProfileError, get_profile
+from .run.runs import PAPER_SEEDS, Run, RunError, check_variant
+from .run.runtime import isa_mode, resolve_device
+from .storage.provenance import CommitError
+from .storage.records import RecordError, read_record
+from .study.analysis import CONDITIONS
+from .study.frames import (diverged, kernel_labels, load_records, off_recipe_lines, recipe_runs, record_eval_floor,
+                           summarize, usable)
+from .study.sections import DEFAULT_PROFILE, controlled
+from .training.store import obtain
+from .training.verify import rerunnable, verify_record
 
 CLUSTERS = ("slurm", "local", "debug")
 
@@ -304,7 +304,7 @@ def _bench(args) -> int:
 
 
 def _device_check(args) -> int:
-    if args.plan is not None:  # the lease's group size, from a bench report (residual_lib.devicecheck)
+    if args.plan is not None:  # the lease's group size, from a bench report (residual_lib.commands.devicecheck)
         try:
             plan = plan_from_report(args.plan, args.seconds, get_profile(args.profile))
         except ValueError as exc:

@@ -3,7 +3,7 @@ record it verified, in place.
 
     python scripts/certificate_digests.py [RESULTS_DIR ...]   (default: results/ of this checkout)
 
-A certificate (:mod:`residual_lib.verify`) now stores ``record_digest``, so that a page can
+A certificate (:mod:`residual_lib.training.verify`) now stores ``record_digest``, so that a page can
 tell when the record it vouches for has changed since (a stale certificate). For one made
 before, the digest is taken from the record as the repository held it in the last commit that
 wrote the certificate: the record that commit published beside the verdict. A certificate
@@ -21,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from residual_lib.records import seal, write_record  # noqa: E402
-from residual_lib.verify import VERIFIED  # noqa: E402
+from residual_lib.storage.records import seal, write_record  # noqa: E402
+from residual_lib.training.verify import VERIFIED  # noqa: E402
 
 
 def _git(*args: str) -> str | None:

@@ -33,7 +33,7 @@
 # rates and picks the size (1, or 8, 16, 32: whole seeds of the four central variants) that
 # records the most runs in whole groups within 80% of the time left, so no group is cut off
 # at the deadline; the sweep then trains that many seeds (SEEDS, in order), FUSE at a time.
-# Fused groups compute on weights with a model axis (residual_lib.batched): attention runs on
+# Fused groups compute on weights with a model axis (residual_lib.training.batched): attention runs on
 # the folded batch with the flash kernel, where the earlier vmap path had to use math.
 # Measured on an H200 before that change (torch 2.11, 2026-12-04): paper-10m at 539,000
 # tokens/s alone (5.8% MFU), 829,000 fused by 8 under vmap (9.0%).
@@ -83,8 +83,8 @@ section=$(basename "${SECTIONS%% *}" .py)
 # shellcheck disable=SC2086
 SEEDS=$("$PYTHON" - "$section" "$PROFILE" "$WORK/results" $SEEDS <<'PY'
 import sys
-from residual_lib.records import find_record
-from residual_lib.sections import plan
+from residual_lib.storage.records import find_record
+from residual_lib.study.sections import plan
 section, profile, results, seeds = sys.argv[1], sys.argv[2], sys.argv[3], [int(s) for s in sys.argv[4:]]
 print(" ".join(str(s) for s in seeds
                if any(find_record(results, r.profile.name, r.key) is None for r in plan(section, profile, [s]))))

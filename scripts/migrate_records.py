@@ -6,8 +6,8 @@ Version 2 added ``schema_version``, ``status`` and ``diverged_at_step``. Every r
 before it trained to its last step with finite losses (the records of those runs say so:
 their final losses are numbers), so each gets ``status: "ok"`` and ``diverged_at_step:
 null``. Version 3 added ``digest``, the sha256 of the record's own content
-(:func:`residual_lib.records.seal`): a record is sealed only if its numbers agree with its
-curves (the checks :func:`residual_lib.records.validate_record` makes), so the seal vouches
+(:func:`residual_lib.storage.records.seal`): a record is sealed only if its numbers agree with its
+curves (the checks :func:`residual_lib.storage.records.validate_record` makes), so the seal vouches
 for what the run wrote. Nothing else changes: the key (a hash of the run's configuration,
 which is not touched) stays the same, each file is rewritten atomically, and a file that is
 not a valid record, or that does not read back byte for byte in the canonical format first,
@@ -23,8 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from residual_lib.files import atomic_write  # noqa: E402
-from residual_lib.records import SCHEMA_VERSION, RecordError, validate_record, write_record  # noqa: E402
+from residual_lib.core.files import atomic_write  # noqa: E402
+from residual_lib.storage.records import SCHEMA_VERSION, RecordError, validate_record, write_record  # noqa: E402
 
 
 def canonical(record: dict) -> str:

@@ -37,7 +37,7 @@ def data_dir() -> str | None:
 
 @pytest.fixture(scope="session")
 def char_corpus(data_dir):
-    from residual_lib.data import load_corpus
+    from residual_lib.run.data import load_corpus
 
     return load_corpus("shakespeare_char", data_dir)
 
@@ -48,9 +48,9 @@ SMOKE_SEEDS = [1337, 42]
 @pytest.fixture(scope="session")
 def smoke_results(tmp_path_factory):
     """Every section's runs at smoke, trained once by a sweep without notebooks."""
-    from residual_lib.execute import all_notebooks
-    from residual_lib.sections import plan
-    from residual_lib.sweep import sweep
+    from residual_lib.commands.sweep import sweep
+    from residual_lib.pages.execute import all_notebooks
+    from residual_lib.study.sections import plan
 
     notebooks = all_notebooks()
     results = tmp_path_factory.mktemp("results")
@@ -67,7 +67,7 @@ def built_book(smoke_results, tmp_path_factory) -> Path:
     """The site built from the smoke records in a temporary copy of the book's sources."""
     import shutil
 
-    from residual_lib import book
+    from residual_lib.pages import book
 
     root, tmp = Path(book.ROOT), tmp_path_factory.mktemp("site")
     for name in ("_config.yml", "_toc.yml"):
@@ -84,7 +84,7 @@ def built_book(smoke_results, tmp_path_factory) -> Path:
 def gpt2(data_dir):
     """tiktoken's gpt2 encoding; without network or a tiktoken cache the test is skipped
     (CI has the cache and sets RESIDUAL_REQUIRE_GPT2, so there it must run)."""
-    from residual_lib.data import DataError, gpt2_encoding
+    from residual_lib.run.data import DataError, gpt2_encoding
 
     try:
         return gpt2_encoding(data_dir)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from residual_lib import analysis
+from residual_lib.study import analysis
 
 
 def _frame(losses: dict[str, list[float]]) -> pd.DataFrame:
@@ -74,11 +74,11 @@ def test_mixer_shares_from_a_baseline_measure_from_it_and_ignore_ffn_only():
 def test_one_selection_of_the_central_sweep_for_every_page_when_a_record_is_missing():
     """Full's seed-42 record missing: chapter 6's table, the scorecard's rules and the intro's
     headline average FFNOnly over the same seeds, and the page names the runs left out."""
-    from residual_lib.chapters import central
-    from residual_lib.frames import load_records
-    from residual_lib.scorecard.prose import headline
-    from residual_lib.scorecard.rule import ProfileRecords
-    from residual_lib.sections import central_sweep, controlled
+    from residual_lib.pages.chapters import central
+    from residual_lib.pages.scorecard.prose import headline
+    from residual_lib.pages.scorecard.rule import ProfileRecords
+    from residual_lib.study.frames import load_records
+    from residual_lib.study.sections import central_sweep, controlled
 
     every = load_records(Path(__file__).resolve().parents[1] / "results" / "cpu")
     frame = every[~((every.variant == "full") & (every.seed == 42))]

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import SMOKE_SEEDS as SEEDS
 
-from residual_lib import paper, scorecard
-from residual_lib.execute import all_notebooks
+from residual_lib.pages import scorecard
+from residual_lib.pages.execute import all_notebooks
+from residual_lib.study import paper
 
 NOTEBOOKS = all_notebooks()
 CHAPTER_CLAIMS = {  # chapters that open with a verdict box, and a claim each must show
@@ -101,7 +102,7 @@ def test_code_is_hidden_behind_toggles_and_tables_use_one_format(built_book):
         shown = [c for c in inputs if "tag_hide-input" not in c]
         assert not shown, (path.stem, shown)
         assert not re.search(r"<td[^>]*>\s*(?:nan|NaN|None|<NA>)\s*</td>", article), path.stem
-        assert 'class="dataframe"' not in article, path.stem  # every table through residual_lib.tables
+        assert 'class="dataframe"' not in article, path.stem  # every table through residual_lib.pages.tables
         assert not re.search(r"\d\.\d{5,}", re.sub(r"<[^>]+>", " ", article)), path.stem  # no long decimals
 
 
@@ -116,7 +117,7 @@ def test_figures_are_numbered_per_chapter_and_references_follow(tmp_path):
     (tmp_path / "dot.png").write_bytes(bytes.fromhex(
         "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
         "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082"))
-    (tmp_path / "conf.py").write_text("extensions = ['residual_lib.book']\nnumfig = True\n")
+    (tmp_path / "conf.py").write_text("extensions = ['residual_lib.pages.book']\nnumfig = True\n")
     (tmp_path / "index.rst").write_text(
         "Index\n=====\n\n" + figure.format(image="dot.png", name="fig-intro")
         + "See :numref:`fig-second` and :numref:`fig-intro`.\n\n"
@@ -148,8 +149,8 @@ def test_without_the_gpt2_bpe_the_setup_chapter_says_so_in_one_sentence(tmp_path
     why, and no exception's text reaches the page."""
     import nbformat
 
-    from residual_lib.book import ROOT
-    from residual_lib.execute import execute_notebook
+    from residual_lib.pages.book import ROOT
+    from residual_lib.pages.execute import execute_notebook
 
     monkeypatch.delenv("RESIDUAL_DATA_DIR", raising=False)  # the packaged TinyShakespeare
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty-cache"))
@@ -191,7 +192,7 @@ def test_glued_numbers_read_as_prose_not_code(built_book):
 
 
 def test_prose_is_markdown_on_its_page_and_inline_html_elsewhere():
-    from residual_lib.book import Prose
+    from residual_lib.pages.book import Prose
 
     prose = Prose("The ladder's FFNOnly at `cpu` *leaves* the floor.")
     assert prose._repr_markdown_() == "The ladder's FFNOnly at `cpu` *leaves* the floor."
@@ -202,7 +203,7 @@ def test_prose_is_markdown_on_its_page_and_inline_html_elsewhere():
 def test_every_notebook_page_has_a_colab_button_to_its_repository_twin(built_book):
     import yaml
 
-    from residual_lib.book import ROOT, pages
+    from residual_lib.pages.book import ROOT, pages
 
     url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
     slug = url.removeprefix("https://github.com/")
@@ -216,7 +217,7 @@ def test_every_notebook_page_has_a_colab_button_to_its_repository_twin(built_boo
 def test_every_notebook_says_how_to_switch_to_the_books_profile():
     import nbformat
 
-    from residual_lib.book import pages
+    from residual_lib.pages.book import pages
 
     for page in pages():  # in the Colab twin, which is where a reader runs it
         cells = nbformat.read(page.with_suffix(".ipynb"), as_version=4).cells
@@ -230,7 +231,7 @@ def test_every_notebook_says_how_to_switch_to_the_books_profile():
 def test_notebook_code_lines_fit_the_code_box():
     import jupytext
 
-    from residual_lib.book import pages
+    from residual_lib.pages.book import pages
 
     long = [(page.name, line) for page in pages() for cell in jupytext.read(page).cells
             if cell.cell_type == "code" and "remove-cell" not in cell.metadata.get("tags", [])
@@ -473,7 +474,7 @@ def test_the_book_shows_only_seeds_every_section_has(smoke_results, tmp_path):
     """A seed whose central runs exist but whose mixer run does not is left out of the book."""
     import shutil
 
-    from residual_lib.book import recorded_seeds
+    from residual_lib.pages.book import recorded_seeds
 
     assert recorded_seeds(smoke_results, "smoke") == SEEDS
     copy = tmp_path / "results"
@@ -491,8 +492,8 @@ def test_staging_hides_code_removes_injected_parameters_and_captions_figures(tmp
     import nbformat
     from IPython.core.interactiveshell import InteractiveShell
 
-    from residual_lib import plots
-    from residual_lib.book import _clean_executed
+    from residual_lib.pages import plots
+    from residual_lib.pages.book import _clean_executed
 
     shell = InteractiveShell.instance()
     published = []
@@ -659,7 +660,7 @@ def test_a_cell_tagged_markdown_output_puts_its_markdown_into_the_page(tmp_path)
     (the page's own text, headings included); a cell so tagged that displayed none stops the build."""
     import nbformat
 
-    from residual_lib.book import _clean_executed
+    from residual_lib.pages.book import _clean_executed
 
     markdown = nbformat.v4.new_output("display_data", data={"text/markdown": "## A claim\n\nIts verdict."})
     nb = nbformat.v4.new_notebook()
@@ -724,8 +725,8 @@ def test_jupyter_book_build_of_sources_not_staged_stops_with_one_line(tmp_path):
     import sys
     from types import SimpleNamespace
 
-    from residual_lib.book import ROOT
-    from residual_lib.sphinxext import MARKER, UNSTAGED, require_staged
+    from residual_lib.pages.book import ROOT
+    from residual_lib.pages.sphinxext import MARKER, UNSTAGED, require_staged
 
     for name in ("_config.yml", "_toc.yml"):
         shutil.copy(ROOT / name, tmp_path / name)
@@ -747,7 +748,7 @@ def test_a_strip_plot_is_drawn_the_same_every_time_and_leaves_numpys_generator_a
     import numpy as np
     import pandas as pd
 
-    from residual_lib import plots
+    from residual_lib.pages import plots
 
     frame = pd.DataFrame({"variant": ["full", "attn_only"] * 5, "seed": range(10),
                           "final_val_loss": np.linspace(1.5, 2.0, 10)})
@@ -771,8 +772,8 @@ def test_a_strip_plot_is_drawn_the_same_every_time_and_leaves_numpys_generator_a
 def test_a_book_without_a_usable_seed_names_the_section_and_the_run_it_lacks(smoke_results, tmp_path):
     import shutil
 
-    from residual_lib.book import shortfall
-    from residual_lib.records import read_record
+    from residual_lib.pages.book import shortfall
+    from residual_lib.storage.records import read_record
 
     results = tmp_path / "results"
     shutil.copytree(smoke_results, results)
@@ -873,7 +874,7 @@ def test_every_verdict_is_two_clicks_from_its_evidence(built_book):
 def test_icons_are_drawn_into_the_page_from_the_themes_own_bundle(built_book):
     """No page loads the 1.5 MB Font Awesome bundle or leaves an <i> icon for it to draw (whose
     web fonts the theme's CSS would then fetch): each icon is an SVG path of that bundle."""
-    from residual_lib.sphinxext import bundle_icons
+    from residual_lib.pages.sphinxext import bundle_icons
 
     icons = bundle_icons((built_book / "_static" / "scripts" / "fontawesome.js").read_text())
     bars = icons["fas"]["bars"]

@@ -6,10 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from residual_lib.budget import (ANCHOR_SEEDS, BUDGET_SEEDS, FLAT_AFTER, LINE, budget_runs, decide,
-                                 kaplan_meier)
-from residual_lib.profiles import get_profile
-from residual_lib.step import lr_at
+from residual_lib.run.profiles import get_profile
+from residual_lib.study.budget import ANCHOR_SEEDS, BUDGET_SEEDS, FLAT_AFTER, LINE, budget_runs, decide, kaplan_meier
+from residual_lib.training.step import lr_at
 
 
 def test_the_registered_seeds_line_and_runs():

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from residual_lib import budget
-from residual_lib.chapters import budget as chapter
-from residual_lib.runs import Run
-from residual_lib.sections import plan
+from residual_lib.pages.chapters import budget as chapter
+from residual_lib.run.runs import Run
+from residual_lib.study import budget
+from residual_lib.study.sections import plan
 
 
 def test_the_chapters_plan_at_cpu_is_the_preregistered_study():

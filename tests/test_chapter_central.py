@@ -1,12 +1,12 @@
-"""Chapter 6's findings (residual_lib.chapters.central) on small hand-built frames."""
+"""Chapter 6's findings (residual_lib.pages.chapters.central) on small hand-built frames."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from residual_lib import scorecard
-from residual_lib.chapters import central
+from residual_lib.pages import scorecard
+from residual_lib.pages.chapters import central
 
 FLOOR = 3.3
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from residual_lib.chapters import confounds
+from residual_lib.pages.chapters import confounds
 
 
 def _gain_runs() -> pd.DataFrame:
@@ -84,8 +84,8 @@ def test_the_early_gain_profile_trains_the_first_steps_of_its_parent_run():
     """The timing profile's runs are their parent's first steps, evaluated more often: the same
     learning rates, batches and weights, so the shared evaluation step gives the same loss."""
     from residual_lib import Run
-    from residual_lib.profiles import GAIN_TIMING, get_profile
-    from residual_lib.train import train
+    from residual_lib.run.profiles import GAIN_TIMING, get_profile
+    from residual_lib.training.train import train
 
     parent, early = get_profile("smoke"), get_profile(GAIN_TIMING["smoke"])
     assert early.max_iters < parent.max_iters and early.decay_iters == parent.max_iters

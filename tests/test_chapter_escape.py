@@ -9,15 +9,15 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from residual_lib.chapters import escape
-from residual_lib.profiles import get_profile
-from residual_lib.runs import Run
+from residual_lib.pages.chapters import escape
+from residual_lib.run.profiles import get_profile
+from residual_lib.run.runs import Run
 
 BASE, NUDGED = "cpu recipe", "initial weights nudged by 1×10⁻⁶"
 
 
 def runs_frame(rows) -> pd.DataFrame:
-    """Rows of :func:`residual_lib.escapes.escapes` from ``(profile, seed, gain, init_noise, below_floor)``: a run escapes when it
+    """Rows of :func:`residual_lib.study.escapes.escapes` from ``(profile, seed, gain, init_noise, below_floor)``: a run escapes when it
     ends more than 0.05 nats below the floor, and does so from step 1,200."""
     frame = pd.DataFrame(rows, columns=["profile", "seed", "gain", "init_noise", "below_floor"])
     return frame.assign(key=[f"k{i}" for i in range(len(frame))], final_val_loss=3.3 - frame.below_floor,
@@ -208,7 +208,7 @@ def _rate_runs(below: dict[str, list[float]], started: dict[str, list[str]]) -> 
 
 
 def test_the_input_blind_line_counts_escapes_per_setting_with_fishers_test():
-    from residual_lib import escapes
+    from residual_lib.study import escapes
 
     runs = _rate_runs({"cpu": [0.2, 0.03, 0.012, 0.0], "cpu-dropout": [0.0, -0.003, 0.009, 0.0]},
                       {s: ["2026-12-03T00:00:00+00:00"] * 4 for s in ("cpu", "cpu-dropout")})
@@ -219,7 +219,7 @@ def test_the_input_blind_line_counts_escapes_per_setting_with_fishers_test():
 
 
 def test_runs_started_after_the_lines_were_fixed_are_counted_apart():
-    from residual_lib import escapes
+    from residual_lib.study import escapes
 
     before, after = "2026-12-03T10:00:00+00:00", "2026-12-03T20:00:00+00:00"
     runs = _rate_runs({"cpu": [0.2, 0.08, 0.04, 0.0, 0.012], "cpu-dropout": [0.0, 0.0]},
@@ -234,7 +234,7 @@ def test_runs_started_after_the_lines_were_fixed_are_counted_apart():
 
 
 def test_a_record_started_when_it_says_or_its_wall_time_before_it_finished():
-    from residual_lib import escapes
+    from residual_lib.study import escapes
 
     assert escapes.started({"provenance": {"started_at": "2026-12-05T01:00:00+00:00"}}) == \
         pd.Timestamp("2026-12-05T01:00:00+00:00")

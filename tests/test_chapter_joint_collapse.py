@@ -7,9 +7,10 @@ import math
 import pandas as pd
 import pytest
 
-from residual_lib import analysis, scorecard
-from residual_lib.chapters import joint_collapse
-from residual_lib.sections import random_evaluation
+from residual_lib.pages import scorecard
+from residual_lib.pages.chapters import joint_collapse
+from residual_lib.study import analysis
+from residual_lib.study.sections import random_evaluation
 
 FLOOR = 3.35
 

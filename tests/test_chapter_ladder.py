@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from residual_lib.chapters import ladder
-from residual_lib.profiles import ladder as rungs_of
-from residual_lib.runs import Run
+from residual_lib.pages.chapters import ladder
+from residual_lib.run.profiles import ladder as rungs_of
+from residual_lib.run.runs import Run
 
 FLOOR = 3.3
 

@@ -1,4 +1,4 @@
-"""Chapter 7's findings (residual_lib.chapters.mechanism) on small hand-built frames: every
+"""Chapter 7's findings (residual_lib.pages.chapters.mechanism) on small hand-built frames: every
 branch of each sentence, and the tables' shape."""
 
 from __future__ import annotations
@@ -8,10 +8,11 @@ import math
 import pandas as pd
 import pytest
 
-from residual_lib import analysis, scorecard
-from residual_lib.chapters import mechanism
-from residual_lib.profiles import get_profile
-from residual_lib.runs import Run
+from residual_lib.pages import scorecard
+from residual_lib.pages.chapters import mechanism
+from residual_lib.run.profiles import get_profile
+from residual_lib.run.runs import Run
+from residual_lib.study import analysis
 
 NAN = math.nan
 FLOOR = 3.3

@@ -6,15 +6,15 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from residual_lib import scorecard
-from residual_lib.chapters import ladder
-from residual_lib.chapters import paper_scale as chapter
-from residual_lib.frames import load_records
-from residual_lib.profiles import ladder as ladder_rungs
-from residual_lib.runs import Run
-from residual_lib.scorecard import preregistration
-from residual_lib.sections import central_sweep, plan
-from residual_lib.tables import signed
+from residual_lib.pages import scorecard
+from residual_lib.pages.chapters import ladder
+from residual_lib.pages.chapters import paper_scale as chapter
+from residual_lib.pages.scorecard import preregistration
+from residual_lib.pages.tables import signed
+from residual_lib.run.profiles import ladder as ladder_rungs
+from residual_lib.run.runs import Run
+from residual_lib.study.frames import load_records
+from residual_lib.study.sections import central_sweep, plan
 
 
 def test_the_plan_is_seed_1337s_four_variants_then_attn_and_ffn_at_two_more_seeds():

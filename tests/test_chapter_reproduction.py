@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from residual_lib.chapters import reproduction
+from residual_lib.pages.chapters import reproduction
 
 
 def _records() -> pd.DataFrame:

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from residual_lib import PROFILES, Corpus, DataError
-from residual_lib.chapters import setup
-from residual_lib.data import eval_floor, gpt2_encoding
+from residual_lib.pages.chapters import setup
+from residual_lib.run.data import eval_floor, gpt2_encoding
 
 
 def _corpus(name: str, train, val, vocab_size: int) -> Corpus:

@@ -8,13 +8,13 @@ import os
 import re
 import subprocess
 import sys
-import tomllib
 
 import nbformat
 import pytest
+import tomllib
 import yaml
 
-from residual_lib.book import ROOT, pages
+from residual_lib.pages.book import ROOT, pages
 
 PAGES = pages()
 
@@ -81,7 +81,7 @@ def test_colab_install_keeps_the_installed_torch(monkeypatch):
 def test_ipynb_twin_matches_its_source(page):
     import jupytext
 
-    from residual_lib.book import twin as make_twin
+    from residual_lib.pages.book import twin as make_twin
 
     twin = page.with_suffix(".ipynb")
     assert twin.is_file(), f"{twin.name} is missing: run make notebooks"
@@ -106,7 +106,7 @@ def _papermill_parameters(command: str) -> dict:
 
 
 def _asked_seeds(section: str, params: dict, monkeypatch) -> list:
-    from residual_lib import notebook
+    from residual_lib.pages import notebook
 
     asked = {}
     monkeypatch.setattr(notebook, "ensure", lambda section, **kw: asked.update(kw))

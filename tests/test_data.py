@@ -11,14 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from residual_lib.batches import ValidationSet, fixed_val_batches, get_batch
-from residual_lib.data import (
-    DataError,
-    gpt2_encoding,
-    load_corpus,
-    prepare_openwebtext,
-    shakespeare_path,
-)
+from residual_lib.run.batches import ValidationSet, fixed_val_batches, get_batch
+from residual_lib.run.data import DataError, gpt2_encoding, load_corpus, prepare_openwebtext, shakespeare_path
 
 
 def test_tinyshakespeare_characters_match_the_papers_split(char_corpus):
@@ -98,7 +92,7 @@ def test_openwebtext_preparation_writes_uint16_memmaps(tmp_path, data_dir, gpt2)
 
 
 def test_openwebtext_loader_prepares_into_the_cache(tmp_path, data_dir, monkeypatch, gpt2):
-    import residual_lib.data as data
+    import residual_lib.run.data as data
 
     source = tmp_path / "docs.txt"
     source.write_text("\n".join(f"line {i} of a tiny corpus" for i in range(40)) + "\n")
@@ -110,7 +104,7 @@ def test_openwebtext_loader_prepares_into_the_cache(tmp_path, data_dir, monkeypa
 
 
 def test_the_packaged_corpus_needs_no_network_and_no_setting(monkeypatch, tmp_path):
-    import residual_lib.data as data
+    import residual_lib.run.data as data
 
     monkeypatch.delenv("RESIDUAL_DATA_DIR", raising=False)
     monkeypatch.setattr(data, "SHAKESPEARE_URL", "http://127.0.0.1:9/input.txt")  # a download would fail
@@ -126,7 +120,7 @@ def test_the_packaged_corpus_needs_no_network_and_no_setting(monkeypatch, tmp_pa
 
 
 def test_the_gpt2_encoding_offline_without_a_cache_is_one_line(monkeypatch, tmp_path):
-    import residual_lib.data as data
+    import residual_lib.run.data as data
 
     monkeypatch.delenv("RESIDUAL_DATA_DIR", raising=False)
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty-cache"))
@@ -144,7 +138,7 @@ def test_the_gpt2_encoding_offline_without_a_cache_is_one_line(monkeypatch, tmp_
 
 
 def test_download_path_verifies_and_caches_the_file(monkeypatch, data_dir, tmp_path):
-    import residual_lib.data as data
+    import residual_lib.run.data as data
 
     monkeypatch.setattr(data, "PACKAGED_SHAKESPEARE", Path("/nonexistent/tinyshakespeare.txt"))  # a trimmed install
     if data_dir is None:
@@ -159,7 +153,7 @@ def test_download_path_verifies_and_caches_the_file(monkeypatch, data_dir, tmp_p
 
 
 def test_offline_download_failure_names_the_fix_and_writes_nothing(monkeypatch):
-    import residual_lib.data as data
+    import residual_lib.run.data as data
 
     monkeypatch.setattr(data, "PACKAGED_SHAKESPEARE", Path("/nonexistent/tinyshakespeare.txt"))  # a trimmed install
     monkeypatch.delenv("RESIDUAL_DATA_DIR", raising=False)
@@ -170,7 +164,7 @@ def test_offline_download_failure_names_the_fix_and_writes_nothing(monkeypatch):
 
 
 def test_corrupt_download_is_rejected(monkeypatch, tmp_path):
-    import residual_lib.data as data
+    import residual_lib.run.data as data
 
     monkeypatch.setattr(data, "PACKAGED_SHAKESPEARE", Path("/nonexistent/tinyshakespeare.txt"))  # a trimmed install
     monkeypatch.delenv("RESIDUAL_DATA_DIR", raising=False)
@@ -183,7 +177,7 @@ def test_corrupt_download_is_rejected(monkeypatch, tmp_path):
 
 
 def test_the_fixed_evaluation_floor_is_the_unigram_loss_on_the_fixed_batches_targets(char_corpus):
-    from residual_lib.data import eval_floor
+    from residual_lib.run.data import eval_floor
 
     counts = np.bincount(char_corpus.train, minlength=char_corpus.vocab_size)
     logp = np.log(counts / counts.sum())
@@ -194,7 +188,7 @@ def test_the_fixed_evaluation_floor_is_the_unigram_loss_on_the_fixed_batches_tar
 
 
 def test_the_random_evaluation_floor_is_the_expected_value_over_get_batch_windows():
-    from residual_lib.data import Corpus, eval_floor
+    from residual_lib.run.data import Corpus, eval_floor
 
     # five validation tokens, windows of 2: starts 0..2, targets at positions 1..4 with
     # multiplicities 1, 2, 2, 1; training frequencies give token 0 and 1 probabilities 3/4, 1/4
@@ -210,7 +204,7 @@ def test_the_random_evaluation_floor_is_the_expected_value_over_get_batch_window
 
 
 def test_the_bigram_reference_is_the_training_bigrams_cross_entropy_on_the_evaluated_pairs():
-    from residual_lib.data import Corpus, eval_bigram
+    from residual_lib.run.data import Corpus, eval_bigram
 
     # training pairs (0,0) (0,0) (0,1) (1,1) (1,0): P(0|0) = 2/3, P(1|0) = 1/3, P(0|1) = P(1|1) = 1/2
     p = {(0, 0): 2 / 3, (0, 1): 1 / 3, (1, 0): 1 / 2, (1, 1): 1 / 2}
@@ -234,8 +228,8 @@ def test_the_bigram_reference_is_the_training_bigrams_cross_entropy_on_the_evalu
 
 
 def test_the_cpu_profiles_bigram_reference_sits_between_the_floor_and_a_trained_model(char_corpus):
-    from residual_lib.data import eval_bigram, eval_floor
-    from residual_lib.profiles import get_profile
+    from residual_lib.run.data import eval_bigram, eval_floor
+    from residual_lib.run.profiles import get_profile
 
     cpu = get_profile("cpu")
     bigram = eval_bigram(char_corpus, cpu.block_size, cpu.batch_size, cpu.eval_iters)
@@ -244,8 +238,8 @@ def test_the_cpu_profiles_bigram_reference_sits_between_the_floor_and_a_trained_
 
 
 def test_a_records_bigram_reference_comes_from_its_configuration(char_corpus):
-    from residual_lib.data import eval_bigram
-    from residual_lib.frames import record_eval_bigram
+    from residual_lib.run.data import eval_bigram
+    from residual_lib.study.frames import record_eval_bigram
 
     rec = {"eval_mode": "fixed", "config": {"dataset": "shakespeare_char",
                                             "profile": {"block_size": 16, "batch_size": 4, "eval_iters": 3}}}
@@ -257,7 +251,7 @@ def test_a_records_bigram_reference_comes_from_its_configuration(char_corpus):
 def test_the_input_blind_loss_is_the_entropy_of_the_evaluated_tokens_and_lies_below_the_floor():
     """A model that ignores its input does best with the evaluated tokens' own frequencies: their
     entropy, which the floor (the training split's frequencies) can only exceed, by their KL divergence."""
-    from residual_lib.data import Corpus, eval_floor, eval_input_blind
+    from residual_lib.run.data import Corpus, eval_floor, eval_input_blind
 
     rng = np.random.default_rng(0)
     train = rng.choice(4, size=5000, p=[0.4, 0.3, 0.2, 0.1]).astype(np.uint16)

@@ -1,4 +1,4 @@
-"""The accelerator code paths (residual_lib.devicecheck) and the device script, rehearsed on
+"""The accelerator code paths (residual_lib.commands.devicecheck) and the device script, rehearsed on
 CPU; the CUDA checks run where CUDA exists."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from residual_lib import devicecheck
-from residual_lib.records import validate_record
+from residual_lib.commands import devicecheck
+from residual_lib.storage.records import validate_record
 
 ROOT = Path(__file__).resolve().parents[1]
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
@@ -27,7 +27,7 @@ def test_gradient_accumulation_of_four_micro_batches_equals_one_batch_of_four_ti
 
 
 def test_gradient_accumulation_check_catches_a_trainer_that_ignores_it(monkeypatch):
-    import residual_lib.train as train_module
+    import residual_lib.training.train as train_module
 
     original = train_module.take_step
 
@@ -120,8 +120,8 @@ def test_the_device_script_trains_a_fused_group_of_eight_on_cpu(tmp_path):
 
 
 def test_a_plan_fills_the_time_left_with_whole_groups():
-    from residual_lib.devicecheck import PLAN_MARGIN, finish_seconds, plan_groups, run_seconds
-    from residual_lib.profiles import get_profile
+    from residual_lib.commands.devicecheck import PLAN_MARGIN, finish_seconds, plan_groups, run_seconds
+    from residual_lib.run.profiles import get_profile
 
     profile = get_profile("paper-10m")
     alone = run_seconds(profile, 1e6)
@@ -159,8 +159,8 @@ def test_the_plan_command_reads_a_bench_report_and_refuses_bad_input(tmp_path):
 
 
 def test_a_plan_refuses_a_report_without_a_usable_rate_and_ignores_sizes_it_cannot_use():
-    from residual_lib.devicecheck import plan_groups
-    from residual_lib.profiles import get_profile
+    from residual_lib.commands.devicecheck import plan_groups
+    from residual_lib.run.profiles import get_profile
 
     profile = get_profile("paper-10m")
     for report in ({}, {"single_tokens_per_s": 0}, {"single_tokens_per_s": float("nan")}):

@@ -17,15 +17,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from residual_lib.checkpoint import read_checkpoint
-from residual_lib.execute import execute_notebook
-from residual_lib.frames import load_records
-from residual_lib.locks import clean_stale_files, try_claim
-from residual_lib.profiles import get_profile
-from residual_lib.records import BadRecordsError, RecordError, find_record, read_record, seal
-from residual_lib.runs import Run, record_path
-from residual_lib.store import obtain
-from residual_lib.sweep import train_runs
+from residual_lib.commands.sweep import train_runs
+from residual_lib.pages.execute import execute_notebook
+from residual_lib.run.profiles import get_profile
+from residual_lib.run.runs import Run, record_path
+from residual_lib.storage.locks import clean_stale_files, try_claim
+from residual_lib.storage.records import BadRecordsError, RecordError, find_record, read_record, seal
+from residual_lib.study.frames import load_records
+from residual_lib.training.checkpoint import read_checkpoint
+from residual_lib.training.store import obtain
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -161,7 +161,7 @@ def test_a_diverging_run_is_stopped_recorded_as_diverged_in_strict_json_and_left
     assert len(rec["curves"]["train"]["step"]) <= 3  # stopped, not trained to the end
     frame = load_records(tmp_path)
     assert list(frame.status) == ["diverged"]
-    from residual_lib.frames import usable
+    from residual_lib.study.frames import usable
 
     assert usable(frame).empty
     summary = cli("summary", str(tmp_path))
@@ -169,9 +169,9 @@ def test_a_diverging_run_is_stopped_recorded_as_diverged_in_strict_json_and_left
 
 
 def test_the_sweep_reports_a_diverged_run(tmp_path, monkeypatch):
-    from residual_lib.sweep import sweep
+    from residual_lib.commands.sweep import sweep
 
-    monkeypatch.setattr("residual_lib.sweep.plan", lambda section, **kw: [Run("smoke", "attn_only", 2, gain=1e30)])
+    monkeypatch.setattr("residual_lib.commands.sweep.plan", lambda section, **kw: [Run("smoke", "attn_only", 2, gain=1e30)])
     report = sweep([str(ROOT / "notebooks" / "06_central.py")], profile="smoke", seeds=[2], results_dir=tmp_path,
                    run_notebooks=False, progress=False, jobs=1)
     assert report.ok and len(report.trained) == 1
@@ -287,7 +287,7 @@ def test_a_group_trains_what_it_could_claim_then_waits_for_the_rest_holding_noth
     import socket
     import threading
 
-    from residual_lib.store import obtain
+    from residual_lib.training.store import obtain
 
     profile = get_profile("smoke", max_iters=20, eval_interval=10)
     free, held = Run(profile, "full", 1), Run(profile, "ffn_only", 1)
@@ -334,8 +334,8 @@ def test_an_unwritable_output_fails_before_training(tmp_path, monkeypatch):
     bench = cli("bench", "--profile", "smoke", "--json", str(blocker / "bench.json"))
     assert bench.returncode == 2 and "cannot write" in bench.stderr and bench.stdout == ""
 
-    import residual_lib.store as store_module
-    from residual_lib.files import NotWritableError
+    import residual_lib.training.store as store_module
+    from residual_lib.core.files import NotWritableError
 
     monkeypatch.setattr("shutil.disk_usage", lambda path: shutil._ntuple_diskusage(10**9, 10**9, 2**20))
     monkeypatch.setattr(store_module, "train_group", lambda *a, **k: pytest.fail("trained into a full disk"))
@@ -421,7 +421,7 @@ def _kill_at(monkeypatch, module, name, step_to_die):
 def _whole_and_killed(tmp_path: Path, monkeypatch, every: int, at: int) -> tuple[Path, list[Path]]:
     """A smoke run trained whole, and the same run checkpointed every ``every`` steps and
     killed at step ``at`` under ``tmp_path/killed``: the whole record and the checkpoints left."""
-    import residual_lib.train as train_module
+    import residual_lib.training.train as train_module
 
     whole, _ = obtain([Run("smoke", "attn_only", 8)], tmp_path / "whole", progress=False, checkpoint_every=every)[0]
     with monkeypatch.context() as patch:
@@ -462,7 +462,7 @@ def test_a_checkpoint_with_overwritten_bytes_starts_the_run_over(tmp_path, monke
 
 def test_a_checkpoint_of_other_code_starts_over_unless_asked_and_then_the_record_names_both(tmp_path, monkeypatch,
                                                                                            capsys):
-    import residual_lib.checkpoint as checkpoint_module
+    import residual_lib.training.checkpoint as checkpoint_module
 
     whole, saved = _whole_and_killed(tmp_path, monkeypatch, every=50, at=100)
     payload = read_checkpoint(saved[0])
@@ -475,7 +475,7 @@ def test_a_checkpoint_of_other_code_starts_over_unless_asked_and_then_the_record
     lines = [line for line in capsys.readouterr().err.splitlines() if "checkpoint" in line]
     assert len(lines) == 1 and "other code" in lines[0] and "starting over" in lines[0], lines
     assert trained and "resumed_from_step" not in read_record(over)["provenance"]
-    import residual_lib.train as train_module
+    import residual_lib.training.train as train_module
 
     with monkeypatch.context() as patch:  # continued as asked, checkpointed at 125, then killed again at step 140
         _kill_at(patch, train_module, "take_step", 140)
@@ -490,8 +490,8 @@ def test_a_checkpoint_of_other_code_starts_over_unless_asked_and_then_the_record
 
 
 def test_a_killed_fused_group_resumes_bitwise_identical(tmp_path, monkeypatch):
-    import residual_lib.fused as fused_module
-    from residual_lib.store import obtain
+    import residual_lib.training.fused as fused_module
+    from residual_lib.training.store import obtain
 
     runs = [Run("smoke", "full", 1), Run("smoke", "ffn_only", 2)]
     whole = obtain(runs, tmp_path / "whole", fuse=2, progress=False, checkpoint_every=50)
@@ -549,7 +549,7 @@ def test_ctrl_c_during_a_notebook_prints_one_line(tmp_path):
     notebook.write_text("# %%\nimport time\n\n# %%\ntime.sleep(60)\n")
     script = tmp_path / "run.py"
     script.write_text(
-        "import sys\nfrom pathlib import Path\nfrom residual_lib.execute import execute_notebook\n"
+        "import sys\nfrom pathlib import Path\nfrom residual_lib.pages.execute import execute_notebook\n"
         "try:\n"
         f"    execute_notebook(Path({str(notebook)!r}), {{}}, Path({str(tmp_path / 'out')!r}))\n"
         "except KeyboardInterrupt:\n"
@@ -571,7 +571,7 @@ def test_ctrl_c_during_a_notebook_prints_one_line(tmp_path):
 
 def test_equal_settings_in_other_number_types_give_the_profiles_own_key():
     from residual_lib import Run
-    from residual_lib.profiles import ProfileError, get_profile
+    from residual_lib.run.profiles import ProfileError, get_profile
 
     own = Run("smoke", "full", 1337).key
     assert Run(get_profile("smoke", dropout=0), "full", 1337).key == own  # 0, not 0.0
@@ -649,9 +649,9 @@ def test_another_text_under_tinyshakespeares_name_is_refused_and_a_record_of_one
 
 
 def test_a_second_book_build_on_one_folder_stops_with_one_line_naming_the_first(smoke_results, tmp_path):
-    from residual_lib import book
-    from residual_lib.locks import claim_path, _start_time
-    from residual_lib.runs import RunError
+    from residual_lib.pages import book
+    from residual_lib.run.runs import RunError
+    from residual_lib.storage.locks import _start_time, claim_path
 
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:

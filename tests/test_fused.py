@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from residual_lib import fused
-from residual_lib.profiles import get_profile
-from residual_lib.records import read_record
-from residual_lib.runs import Run, RunError, fuse_groups
-from residual_lib.state import RunState
-from residual_lib.store import obtain
-from residual_lib.sweep import sweep
-from residual_lib.train import train, train_group
+from residual_lib.commands.sweep import sweep
+from residual_lib.run.profiles import get_profile
+from residual_lib.run.runs import Run, RunError, fuse_groups
+from residual_lib.storage.records import read_record
+from residual_lib.training import fused
+from residual_lib.training.state import RunState
+from residual_lib.training.store import obtain
+from residual_lib.training.train import train, train_group
 
 # smoke's shape at the cpu profile's learning rate; a diagnostic on every step
 PROFILE = get_profile("smoke", max_iters=60, eval_interval=20, log_interval=1, learning_rate=1e-3, min_lr=1e-4)
@@ -180,8 +180,8 @@ def test_dropout_gives_each_model_of_a_group_its_own_masks_with_the_same_statist
     model alone averages."""
     from torch.func import stack_module_state
 
-    from residual_lib import batched
-    from residual_lib.model import GPTConfig, ResidualGPT
+    from residual_lib.run.model import GPTConfig, ResidualGPT
+    from residual_lib.training import batched
 
     config = GPTConfig.for_variant("full", n_layer=2, n_head=2, n_embd=16, block_size=16, vocab_size=11, dropout=0.2)
     torch.manual_seed(0)
@@ -206,7 +206,7 @@ def test_dropout_gives_each_model_of_a_group_its_own_masks_with_the_same_statist
 
 
 def test_a_group_evaluates_every_model_in_one_pass_as_each_would_alone():
-    from residual_lib.data import load_corpus
+    from residual_lib.run.data import load_corpus
 
     corpus = load_corpus("shakespeare_char")
     profile = get_profile("smoke", max_iters=2)
@@ -223,7 +223,7 @@ def test_a_group_evaluates_every_model_in_one_pass_as_each_would_alone():
 def test_batches_cut_on_the_device_are_the_hosts_bit_for_bit():
     """The CUDA path of next_batch (offsets drawn on the host, windows cut from a copy of the
     corpus on the device), run here on CPU: the same batches as get_batch, in the same order."""
-    from residual_lib.data import load_corpus
+    from residual_lib.run.data import load_corpus
 
     corpus = load_corpus("shakespeare_char")
     one, two = (RunState(Run(get_profile("smoke"), "full", 7), corpus, "cpu") for _ in range(2))

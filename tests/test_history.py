@@ -3,7 +3,7 @@ the first rules, re-implemented, judge constructed records as they did."""
 
 from __future__ import annotations
 
-from residual_lib.scorecard import RULES, history
+from residual_lib.pages.scorecard import RULES, history
 
 
 def test_every_rule_is_pinned_and_a_changed_rule_needs_an_entry_in_the_history():

@@ -14,16 +14,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from residual_lib.frames import load_records
-from residual_lib.isa import CPU_ISA, ISA_ENV
-from residual_lib.model import _drop_threshold, keep_mask
-from residual_lib.profiles import ProfileError, get_profile
-from residual_lib.records import read_record
-from residual_lib.runs import Run
-from residual_lib.runtime import machine_isa
-from residual_lib.store import obtain
-from residual_lib.train import train
-from residual_lib.verify import verify_record
+from residual_lib.run.isa import CPU_ISA, ISA_ENV
+from residual_lib.run.model import _drop_threshold, keep_mask
+from residual_lib.run.profiles import ProfileError, get_profile
+from residual_lib.run.runs import Run
+from residual_lib.run.runtime import machine_isa
+from residual_lib.storage.records import read_record
+from residual_lib.study.frames import load_records
+from residual_lib.training.store import obtain
+from residual_lib.training.train import train
+from residual_lib.training.verify import verify_record
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -90,7 +90,7 @@ def test_slices_of_a_batch_give_the_whole_batch_gradient():
 
 
 def test_a_killed_bf16_run_resumes_bitwise(tmp_path, monkeypatch):
-    import residual_lib.train as train_module
+    import residual_lib.training.train as train_module
 
     run = Run(get_profile("smoke-dropout", max_iters=80, **FAST), "ffn_only", 4)
     whole, _ = obtain([run], tmp_path / "whole", progress=False, checkpoint_every=30)[0]
@@ -118,7 +118,7 @@ def test_a_record_made_under_the_portable_pin_verifies_bitwise_on_the_fastest_ke
     """A smoke record trained in a child process with RESIDUAL_CPU_ISA=avx2, as every committed
     record was, verifies from this process (the machine's fastest kernels): verify reruns it
     under the kernels it names."""
-    code = ("import sys, residual_lib\nfrom residual_lib.runs import Run\nfrom residual_lib.store import obtain\n"
+    code = ("import sys, residual_lib\nfrom residual_lib.run.runs import Run\nfrom residual_lib.training.store import obtain\n"
             f"print(obtain([Run('smoke', 'full', 6)], sys.argv[1], progress=False)[0][0])")
     made = subprocess.run([sys.executable, "-c", code, str(tmp_path / "results")], cwd=ROOT, capture_output=True,
                           text=True, timeout=300, env=_env(**{ISA_ENV: "avx2"}))
@@ -134,7 +134,7 @@ def test_a_committed_records_first_steps_reproduce_under_the_portable_pin():
     """The first 31 steps of the committed cpu attn_only seed-1337 record, made on another
     machine with the AVX2 pin, are bitwise the same here under the same pin."""
     committed = read_record(ROOT / "results" / "cpu" / "attn_only_seed1337_a28e5f2f3b15c1d0.json")
-    code = ("import json, residual_lib\nfrom residual_lib.runs import Run\nfrom residual_lib.train import train\n"
+    code = ("import json, residual_lib\nfrom residual_lib.run.runs import Run\nfrom residual_lib.training.train import train\n"
             "rec = train(Run(residual_lib.get_profile('cpu', max_iters=31), 'attn_only', 1337), progress=False)\n"
             "print(json.dumps({'loss': rec['curves']['train']['loss'], 'isa': rec['provenance']['cpu_capability']}))")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
@@ -185,8 +185,8 @@ def test_two_records_of_one_key_count_as_one_run(tmp_path, capsys):
 def test_under_bf16_every_variant_keeps_an_fp32_residual_stream(variant):
     """Autocast makes each sublayer's output bf16; Full adds it to an fp32 stream, so a variant
     without a residual must get it back in fp32 too, or its stream alone would round in bf16."""
-    from residual_lib.data import load_corpus
-    from residual_lib.state import RunState
+    from residual_lib.run.data import load_corpus
+    from residual_lib.training.state import RunState
 
     profile = get_profile("smoke-dropout", **FAST)
     state = RunState(Run(profile, variant, 1), load_corpus(profile.dataset), "cpu")
@@ -197,10 +197,10 @@ def test_under_bf16_every_variant_keeps_an_fp32_residual_stream(variant):
 
 
 def test_a_record_made_on_the_default_kernels_verifies_and_a_failed_child_leaves_no_verdict(tmp_path):
-    from residual_lib.runs import RunError
-    from residual_lib.verify import _verify_elsewhere, certificate_path
+    from residual_lib.run.runs import RunError
+    from residual_lib.training.verify import _verify_elsewhere, certificate_path
 
-    code = ("import sys, residual_lib\nfrom residual_lib.runs import Run\nfrom residual_lib.store import obtain\n"
+    code = ("import sys, residual_lib\nfrom residual_lib.run.runs import Run\nfrom residual_lib.training.store import obtain\n"
             "print(obtain([Run(residual_lib.get_profile('smoke', max_iters=40), 'ffn_only', 6)], sys.argv[1], "
             "progress=False)[0][0])")
     made = subprocess.run([sys.executable, "-c", code, str(tmp_path / "results")], cwd=ROOT, capture_output=True,
@@ -217,8 +217,8 @@ def test_a_record_made_on_the_default_kernels_verifies_and_a_failed_child_leaves
 
 
 def test_dropout_must_be_below_one_and_the_reference_must_be_nanogpts(tmp_path):
-    from residual_lib.bench import _ReferenceLoop
-    from residual_lib.runs import RunError
+    from residual_lib.commands.bench import _ReferenceLoop
+    from residual_lib.run.runs import RunError
 
     with pytest.raises(ProfileError, match="below 1"):
         get_profile("smoke", dropout=1.0)

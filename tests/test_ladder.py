@@ -7,10 +7,10 @@ import math
 import pandas as pd
 import pytest
 
-from residual_lib import analysis, scaling
-from residual_lib.notebook import ensure
-from residual_lib.profiles import get_profile, ladder
-from residual_lib.sections import plan
+from residual_lib.pages.notebook import ensure
+from residual_lib.run.profiles import get_profile, ladder
+from residual_lib.study import analysis, scaling
+from residual_lib.study.sections import plan
 
 
 def test_the_ladder_keeps_one_budget_and_changes_only_the_model():
@@ -140,6 +140,6 @@ def test_the_bootstrap_interval_depends_on_the_values_not_their_order():
 
 
 def test_a_parameter_count_reads_with_two_significant_digits_and_three_from_ten_million():
-    from residual_lib.scaling import size_text
+    from residual_lib.study.scaling import size_text
 
     assert [size_text(n) for n in (116_304, 801_664, 3_176_192, 10_672_512)] == ["0.12M", "0.8M", "3.2M", "10.7M"]

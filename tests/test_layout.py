@@ -92,8 +92,63 @@ def test_the_cycle_finder_finds_a_cycle_through_an_import_inside_a_function(tmp_
 
 def test_no_import_cycle_among_the_packages_modules():
     graph = import_graph()
-    assert len(graph) > 20 and "residual_lib.scorecard.rules" in graph
+    assert len(graph) > 20 and "residual_lib.pages.scorecard.rules" in graph
     assert cycles(graph) == []
+
+
+#: The package's folders, bottom up: each imports only folders below it (and itself). The top
+#: level (``__init__``, ``__main__``) may import any of them.
+LAYERS = ("core", "run", "storage", "training", "study", "pages", "commands")
+#: The most entries residual_lib's top level may hold (``__pycache__`` aside).
+MAX_TOP_LEVEL = 10
+
+
+def layer_violations(graph: dict[str, set[str]], root: str = "residual_lib", layers=LAYERS) -> list[str]:
+    """Every import (``graph``: :func:`import_graph`) from a module in one of ``layers``'
+    folders of ``root`` to a module in a folder above it, or to the top level, as one line each."""
+    rank = {layer: i for i, layer in enumerate(layers)}
+
+    def layer_of(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[1] if len(parts) > 1 and parts[0] == root else None
+
+    found = []
+    for module, targets in sorted(graph.items()):
+        here = layer_of(module)
+        if here is None or here not in rank:
+            continue
+        for target in sorted(targets):
+            there = layer_of(target)
+            if there is None or there not in rank or rank[there] > rank[here]:
+                found.append(f"{module} imports {target}, {'the top level' if there not in rank else 'a layer above'}")
+    return found
+
+
+def test_the_layer_check_finds_an_import_running_up(tmp_path):
+    pkg = tmp_path / "pkg"
+    for folder in ("low", "high"):
+        (pkg / folder).mkdir(parents=True)
+        (pkg / folder / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("from .high import b\n")
+    (pkg / "low" / "a.py").write_text("def f():\n    from ..high.b import g\n")
+    (pkg / "high" / "b.py").write_text("from ..low.a import f\nfrom . import c\n")
+    (pkg / "high" / "c.py").write_text("from .. import low\n")
+    graph = import_graph(pkg)
+    assert layer_violations(graph, "pkg", ("low", "high")) == ["pkg.low.a imports pkg.high.b, a layer above"]
+    (pkg / "low" / "a.py").write_text("from .. import high\n")
+    assert layer_violations(import_graph(pkg), "pkg", ("low", "high")) == ["pkg.low.a imports pkg.high, a layer above"]
+
+
+def test_each_folder_imports_only_the_folders_below_it():
+    graph = import_graph()
+    assert {m.split(".")[1] for m in graph if m.count(".") >= 2} == set(LAYERS)
+    assert layer_violations(graph) == []
+
+
+def test_the_top_level_holds_the_layers_and_the_commands_entry_points():
+    entries = sorted(p.name for p in PACKAGE.iterdir() if p.name != "__pycache__")
+    assert len(entries) <= MAX_TOP_LEVEL, entries
+    assert entries == sorted(["__init__.py", "__main__.py", *LAYERS])
 
 
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
@@ -119,3 +174,13 @@ def test_an_installed_package_has_every_subpackage():
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     present = {_module_name(p, ROOT) for p in PACKAGE.rglob("__init__.py")}
     assert listed == present
+
+
+def test_the_readmes_folder_map_names_every_module_in_its_folder():
+    rows = {line.split("|")[1].strip().strip("`/"): line for line in (ROOT / "README.md").read_text().splitlines()
+            if line.startswith("| `") and line.split("|")[1].strip().strip("`/") in LAYERS}
+    assert set(rows) == set(LAYERS)
+    for layer in LAYERS:
+        modules = {p.stem for p in (PACKAGE / layer).glob("*.py") if p.stem != "__init__"}
+        modules |= {p.name for p in (PACKAGE / layer).iterdir() if p.is_dir() and p.name != "__pycache__"}
+        assert {m for m in modules if f"`{m}`" not in rows[layer] and f"`{m}/`" not in rows[layer]} == set(), layer

@@ -8,9 +8,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from residual_lib import model as model_module
-from residual_lib.architecture import VARIANTS
-from residual_lib.model import Block, CausalMeanMixer, GPTConfig, ResidualGPT
+from residual_lib.run import model as model_module
+from residual_lib.run.architecture import VARIANTS
+from residual_lib.run.model import Block, CausalMeanMixer, GPTConfig, ResidualGPT
 
 SMALL = dict(vocab_size=11, block_size=8, n_layer=3, n_head=2, n_embd=16)
 

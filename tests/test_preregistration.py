@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 import pandas as pd
 
-from residual_lib.scorecard import preregistration
+from residual_lib.pages.scorecard import preregistration
 
 
 def test_the_rules_that_judge_paper_10m_are_the_registered_ones_or_a_listed_amendment():

@@ -7,10 +7,11 @@ import json
 import pandas as pd
 import pytest
 
-from residual_lib import paper, scorecard
-from residual_lib.profiles import get_profile
-from residual_lib.records import write_record
-from residual_lib.runs import RECORD_VERSION, record_path, run_identity, run_key
+from residual_lib.pages import scorecard
+from residual_lib.run.profiles import get_profile
+from residual_lib.run.runs import RECORD_VERSION, record_path, run_identity, run_key
+from residual_lib.storage.records import write_record
+from residual_lib.study import paper
 
 FLOOR = 3.347
 
@@ -371,8 +372,8 @@ def test_scale_note_says_what_the_top_rung_of_the_ladder_shows(tmp_path):
 
 
 def test_controlled_keeps_one_run_per_variant_and_seed(tmp_path):
-    from residual_lib.frames import load_records
-    from residual_lib.sections import controlled
+    from residual_lib.study.frames import load_records
+    from residual_lib.study.sections import controlled
 
     central(tmp_path, "cpu", attn=1.8, ffn=3.34, seeds=(1, 2))
     fake_record(tmp_path, "cpu", "attn_only", 1, 1.9, gain=2.0)
@@ -385,7 +386,7 @@ def test_controlled_keeps_one_run_per_variant_and_seed(tmp_path):
 
 
 def test_escape_step_is_where_the_loss_leaves_the_floor_for_good():
-    from residual_lib.escapes import escape_step
+    from residual_lib.study.escapes import escape_step
 
     steps = [0, 100, 200, 300, 400]
     assert escape_step(steps, [4.0, 3.3, 3.2, 3.3, 3.1], floor=3.3, tolerance=0.05) == 400
@@ -394,7 +395,7 @@ def test_escape_step_is_where_the_loss_leaves_the_floor_for_good():
 
 
 def test_the_escape_plan_covers_every_condition_and_keeps_the_central_runs():
-    from residual_lib.sections import ESCAPE_RATE_SEEDS, escape_condition, plan
+    from residual_lib.study.sections import ESCAPE_RATE_SEEDS, escape_condition, plan
 
     specs = plan("10_ffn_escape", "cpu", seeds=[1, 2], variants=["full"])
     assert {s.variant for s in specs} == {"ffn_only"}
@@ -506,7 +507,7 @@ def test_thresholds_were_set_by_the_commits_they_name():
 
 
 def test_escape_rates_give_clopper_pearson_intervals_and_fishers_test():
-    from residual_lib.escapes import escape_rate, escape_rates
+    from residual_lib.study.escapes import escape_rate, escape_rates
 
     r = escape_rate(0, 20)
     assert r["rate"] == 0 and r["low"] == 0 and r["high"] == pytest.approx(0.1684, abs=1e-4)  # 1 - 0.025^(1/20)
@@ -519,7 +520,7 @@ def test_escape_rates_give_clopper_pearson_intervals_and_fishers_test():
 
 
 def test_the_central_chapter_needs_its_own_runs_and_shows_the_dropout_twin_in_part():
-    from residual_lib.sections import plan, required
+    from residual_lib.study.sections import plan, required
 
     runs = plan("06_central", "cpu", seeds=[1, 2], variants=["full", "ffn_only"])
     assert {r.profile.name for r in runs} == {"cpu", "cpu-dropout"} and len(runs) == 8
@@ -550,7 +551,7 @@ def test_a_stray_overridden_run_is_named_and_changes_no_verdict(tmp_path):
 
 
 def test_the_verdict_box_counts_each_profiles_runs_on_its_own(tmp_path):
-    from residual_lib.frames import load_records
+    from residual_lib.study.frames import load_records
 
     central(tmp_path, "cpu", attn=1.8, ffn=3.34, seeds=(1, 2, 3))
     for seed in range(1, 9):
@@ -564,7 +565,7 @@ def test_the_verdict_box_counts_each_profiles_runs_on_its_own(tmp_path):
 
 
 def test_the_headline_states_the_asymmetry_over_the_sweeps_seeds_and_every_ffn_only_escape(tmp_path):
-    from residual_lib.frames import load_records
+    from residual_lib.study.frames import load_records
 
     central(tmp_path, "cpu", attn=1.8, ffn=3.34)
     fake_record(tmp_path, "cpu", "ffn_only", 11, 3.0)  # an escape-rate seed: ffn_only alone, and it escapes
@@ -594,7 +595,7 @@ def test_the_headline_states_the_asymmetry_over_the_sweeps_seeds_and_every_ffn_o
 
 
 def test_the_papers_values_mark_the_seeds_the_summary_does_not_state():
-    from residual_lib import paper
+    from residual_lib.study import paper
 
     rows = paper.section(6)
     inferred = rows[rows.inferred.fillna("").str.contains("seeds")]
@@ -606,7 +607,7 @@ def test_the_papers_values_mark_the_seeds_the_summary_does_not_state():
 
 
 def test_escape_rate_text_gives_the_rate_per_setting_fishers_test_and_the_other_lines():
-    from residual_lib.escapes import escape_rate_text, escape_rates
+    from residual_lib.study.escapes import escape_rate_text, escape_rates
 
     below = {"cpu": [0.3, 0.08, 0.03] + [0.0] * 17, "cpu-dropout": [0.0] * 20}
     runs = pd.DataFrame([{"setting": s, "below_floor": b} for s, values in below.items() for b in values])
@@ -621,8 +622,8 @@ def test_escape_rate_text_gives_the_rate_per_setting_fishers_test_and_the_other_
 def test_the_first_rules_judged_ffn_only_by_its_mean_and_the_floor_of_the_whole_split(tmp_path):
     """Under the first rules an escape that pulls FFNOnly's mean 0.069 below the split's floor
     undoes the asymmetry; today's rules judge the asymmetry seed by seed."""
-    from residual_lib.frames import load_records
-    from residual_lib.scorecard import history
+    from residual_lib.pages.scorecard import history
+    from residual_lib.study.frames import load_records
 
     central(tmp_path, "cpu", attn=1.8, ffn=FLOOR)
     records = load_records(tmp_path)
@@ -639,14 +640,14 @@ def test_the_first_rules_judged_ffn_only_by_its_mean_and_the_floor_of_the_whole_
 
 
 def test_the_papers_values_name_every_quantity_and_variant_in_words():
-    from residual_lib import paper
+    from residual_lib.study import paper
 
     rows = paper.claims()
     labels = [paper.quantity_label(q) for q in rows.quantity]
     assert all("_" not in label.replace("α_tt", "") for label in labels)
     assert paper.quantity_label("final_val_loss_seed_42") == "final validation loss, seed 42"
     assert paper.variant_label("ffn_only-attn_only") == "FFNOnly − AttnOnly"
-    with pytest.raises(KeyError, match="add it to residual_lib.paper.QUANTITIES"):
+    with pytest.raises(KeyError, match="add it to residual_lib.study.paper.QUANTITIES"):
         paper.quantity_label("made_up")
     # a gap is named in the order that makes the paper's value its sign
     gap = rows[(rows.claim == "asymmetry_10m") & (rows.quantity == "gap")].iloc[0]

@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 from conftest import SMOKE_SEEDS as SEEDS
 
-from residual_lib import notebook, parameters, sections
 from residual_lib.__main__ import main
-from residual_lib.execute import all_notebooks, execute_notebook
-from residual_lib.profiles import get_profile
-from residual_lib.runs import Run
-from residual_lib.sections import plan
-from residual_lib.sweep import sweep, train_runs
+from residual_lib.commands.sweep import sweep, train_runs
+from residual_lib.pages import notebook, parameters
+from residual_lib.pages.execute import all_notebooks, execute_notebook
+from residual_lib.run.profiles import get_profile
+from residual_lib.run.runs import Run
+from residual_lib.study import sections
+from residual_lib.study.sections import plan
 
 NOTEBOOKS = all_notebooks()
 ROOT = Path(__file__).resolve().parents[1]
@@ -85,7 +86,7 @@ def test_a_failed_run_does_not_stop_the_others(tmp_path, monkeypatch, capsys):
     good = [Run("smoke", "full", 5), Run("smoke", "ffn_only", 5)]
     # a context longer than the validation split: valid as a Run, but its worker raises
     bad = Run(get_profile("smoke", block_size=200_000), "full", 5)
-    monkeypatch.setattr("residual_lib.sweep.plan", lambda section, **kw: [good[0], bad, good[1]])
+    monkeypatch.setattr("residual_lib.commands.sweep.plan", lambda section, **kw: [good[0], bad, good[1]])
     status = main(["sweep", str(NOTEBOOKS[3]), "--profile", "smoke", "--out", str(tmp_path / "r"),
                    "--no-notebooks", "--jobs", "2"])
     out = capsys.readouterr().out
@@ -117,7 +118,7 @@ def test_submitit_local_executor_makes_the_same_records_as_the_process_pool(tmp_
 
 def test_sweep_trains_seed_by_seed(monkeypatch, tmp_path):
     """A sweep stopped half-way leaves whole seeds: runs are queued seed by seed."""
-    import residual_lib.sweep as sweep_module
+    import residual_lib.commands.sweep as sweep_module
 
     queued = []
     monkeypatch.setattr(sweep_module, "_LocalPool", _RecordingPool.factory(queued))
@@ -191,7 +192,7 @@ def test_a_parameter_left_none_takes_the_sections_default_and_the_page_sees_it(m
 
 
 def _asked(monkeypatch, section: str, **given) -> tuple[dict, dict]:
-    """What ``section``'s notebook asks :func:`residual_lib.notebook.ensure` for with ``given`` in its
+    """What ``section``'s notebook asks :func:`residual_lib.pages.notebook.ensure` for with ``given`` in its
     namespace, and the namespace afterwards."""
     asked = {}
     monkeypatch.setattr(notebook, "ensure", lambda section, **kw: asked.update(kw))
@@ -273,7 +274,7 @@ def test_a_notebook_given_seeds_as_a_raw_string_asks_for_exactly_those_seeds(tmp
 
 @pytest.mark.parametrize("page", [*NOTEBOOKS, ROOT / "book" / "confounds.py"], ids=lambda p: p.stem)
 def test_a_parameters_cell_names_its_sections_parameters_and_retypes_no_default(page):
-    """A parameters cell holds the names :func:`residual_lib.parameters.defaults` lists; every default but
+    """A parameters cell holds the names :func:`residual_lib.pages.parameters.defaults` lists; every default but
     the profile and the switches is None there, so the section's defaults are written once."""
     import ast
     import re

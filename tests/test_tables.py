@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from residual_lib.runs import Run
-from residual_lib.tables import MISSING, listing, missing_runs, number, table
+from residual_lib.pages.tables import MISSING, listing, missing_runs, number, table
+from residual_lib.run.runs import Run
 
 
 @pytest.mark.parametrize("value, text", [

@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from residual_lib import get_profile, load_curves, load_records
-from residual_lib.model import GPTConfig, ResidualGPT
-from residual_lib.records import read_record
-from residual_lib.runs import Run, RunError
-from residual_lib.step import adamw, lr_at
-from residual_lib.store import obtain
-from residual_lib.train import train
+from residual_lib.run.model import GPTConfig, ResidualGPT
+from residual_lib.run.runs import Run, RunError
+from residual_lib.storage.records import read_record
+from residual_lib.training.step import adamw, lr_at
+from residual_lib.training.store import obtain
+from residual_lib.training.train import train
 
 # A 40-step smoke run: enough to move the loss, fast enough to run a few times.
 SHORT = get_profile("smoke", max_iters=40, eval_interval=20, log_interval=5)
@@ -84,7 +84,7 @@ def test_record_logs_layer0_and_per_layer_diagnostics(smoke_runs):
 
 
 def test_data_order_depends_on_the_seed_alone(monkeypatch):
-    import residual_lib.state as state_module
+    import residual_lib.training.state as state_module
 
     seen: dict[str, list] = {}
     real = state_module.get_batch
@@ -130,7 +130,7 @@ def test_run_reuses_records_and_writes_atomically(tmp_path):
 
 
 def test_init_noise_is_a_new_run_that_differs_and_reproduces(tmp_path):
-    from residual_lib.runs import run_identity, run_key
+    from residual_lib.run.runs import run_identity, run_key
 
     p = SHORT
     plain = run_identity(p, "ffn_only", 3, "fixed", 1.0, True, 0)
@@ -151,9 +151,9 @@ def test_init_noise_is_a_new_run_that_differs_and_reproduces(tmp_path):
 def test_the_logged_block0_gradient_is_the_norm_over_transformer_h0_alone():
     """Checked against an independent sum over the first block's own parameters, at a logged
     step of the trainer (clipping off, so the gradient the optimiser sees is the logged one)."""
-    from residual_lib.data import load_corpus
-    from residual_lib.state import RunState
-    from residual_lib.train import SingleTrainer
+    from residual_lib.run.data import load_corpus
+    from residual_lib.training.state import RunState
+    from residual_lib.training.train import SingleTrainer
 
     profile = get_profile("smoke", grad_clip=0.0)
     state = RunState(Run(profile, "attn_only", 3), load_corpus("shakespeare_char"), "cpu")
@@ -188,7 +188,7 @@ def test_block0_gradient_is_logged_by_sub_module_and_the_parts_make_the_whole(sm
 
 
 def test_records_carry_the_floor_of_their_evaluation_batches(smoke_runs):
-    from residual_lib.data import eval_floor, load_corpus
+    from residual_lib.run.data import eval_floor, load_corpus
 
     rec = smoke_runs["a"]
     corpus = load_corpus("shakespeare_char")
@@ -200,7 +200,7 @@ def test_records_carry_the_floor_of_their_evaluation_batches(smoke_runs):
 def test_every_committed_record_keeps_its_key_and_reads_back_its_floor():
     from pathlib import Path
 
-    from residual_lib.frames import record_eval_floor
+    from residual_lib.study.frames import record_eval_floor
 
     files = sorted((Path(__file__).resolve().parents[1] / "results").glob("*/*.json"))
     assert files, "no committed records"
@@ -214,7 +214,7 @@ def test_every_committed_record_keeps_its_key_and_reads_back_its_floor():
 
 
 def test_a_named_commit_stands_for_a_checkout_whose_history_lags_behind(monkeypatch):
-    from residual_lib import provenance
+    from residual_lib.storage import provenance
 
     head = provenance._git("rev-parse", "HEAD")
     if head is None:

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from residual_lib.frames import load_records
-from residual_lib.records import read_record, write_record
-from residual_lib.runs import Run
-from residual_lib.store import obtain
-from residual_lib.verify import certificate_path, compare, load_certificates, verify_record
+from residual_lib.run.runs import Run
+from residual_lib.storage.records import read_record, write_record
+from residual_lib.study.frames import load_records
+from residual_lib.training.store import obtain
+from residual_lib.training.verify import certificate_path, compare, load_certificates, verify_record
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -118,7 +118,7 @@ def test_a_bad_path_exits_2_with_one_line_and_writes_nothing(tmp_path, make, mes
 
 
 def test_a_changed_floor_is_a_difference_and_a_certificate_goes_stale_when_its_record_changes(smoke_record, tmp_path):
-    from residual_lib.verify import certificates_text
+    from residual_lib.training.verify import certificates_text
 
     rec = json.loads(smoke_record.read_text())
     rec["eval_floor"] += 1e-3  # a published number outside the curves, resealed

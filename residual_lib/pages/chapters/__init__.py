@@ -1,0 +1,7 @@
+"""What each chapter finds, as functions: the tables and sentences a section notebook shows.
+
+A notebook states its parameters, asks for its records and calls these; the logic that
+turns records into a finding lives here, where the test suite can reach it. One module per
+chapter, named after the chapter's section (``notebooks/07_mechanism.py`` calls
+:mod:`residual_lib.pages.chapters.mechanism`).
+"""

@@ -1,0 +1,311 @@
+"""The scorecard as HTML: the verdict grid, the claim blocks, the verdict box that opens a
+chapter, and the paper's values for a section."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import pandas as pd
+from IPython.display import HTML
+
+from ...run.architecture import prose_names
+from ...run.profiles import BOOK_PROFILE, DROPOUT_TWIN, get_profile
+from ...study import paper
+from ..tables import listing, table
+from ..tables import number as fmt
+from .claims import CLAIMS, TITLES
+from .rule import PAPER_SCALE, stand_ins
+from .verdicts import build
+
+#: Each verdict's symbol and short label in the verdict grid (a symbol as well as a colour,
+#: so the grid reads without colour too); the CSS classes are ``v-<slug>``.
+GRID_LABELS = {
+    "reproduced": ("✓", "reproduced"),
+    "partly reproduced": ("◐", "partly"),
+    "agrees with the paper's confirmed result": ("✓", "agrees with the confirmed result"),
+    "not reproduced": ("✗", "not reproduced"),
+    "new evidence for": ("★", "for"),
+    "new evidence against": ("★", "against"),
+    "not testable here": ("∅", "not testable here"),
+    "inconclusive": ("?", "inconclusive"),
+    "not run at this scale": ("·", "not run at this scale"),
+}
+
+
+def verdict_slug(verdict: str) -> str:
+    return "v-" + "".join(c if c.isalnum() else "-" for c in verdict.lower()).strip("-").replace("--", "-")
+
+
+def grid(table: pd.DataFrame, stand_in: str = BOOK_PROFILE) -> pd.DataFrame:
+    """The verdict grid: one row per claim (its title, in the claims file's order), one
+    column per profile (the stand-in and its twin, then each paper profile that has records:
+    one without would be a column of "not run at this scale", named instead in
+    ``attrs["without_records"]``, see :func:`grid_note`); empty where a claim is not checked
+    at that profile. Where a claim has rows at two scales for one profile (e.g. 10M and 124M
+    values of one claim), the first is shown."""
+    # "not testable here" comes from rules that need no records (a CPU cannot test a GPU effect)
+    recorded = set(table[~table.verdict.isin(["not run at this scale", "not testable here"])].profile)
+    columns = [*stand_ins(stand_in), *[p for p in PAPER_SCALE if p in recorded]]
+    out = table.drop_duplicates(["claim", "profile"]).pivot(index="claim", columns="profile", values="verdict")
+    out = out.reindex(index=list(dict.fromkeys(table.claim)), columns=columns)
+    out.index = [TITLES.get(c, c) for c in out.index]
+    out.attrs["without_records"] = [p for p in PAPER_SCALE if p not in recorded]
+    return out
+
+
+def grid_note(frame: pd.DataFrame) -> str:
+    """One sentence under the grid naming the paper profiles it leaves out for want of records."""
+    missing = frame.attrs.get("without_records") or []
+    if not missing:
+        return ""
+    named = " and ".join(f"`{p}`" for p in missing)
+    return (f"{named} {'have' if len(missing) > 1 else 'has'} no records yet, so "
+            f"{'their columns are' if len(missing) > 1 else 'its column is'} left out.")
+
+
+def legend() -> str:
+    """The grid's symbols in one sentence, the same on every page that shows a grid."""
+    return ("✓ reproduced, or agrees with the paper's confirmed result; ◐ partly reproduced; ✗ not reproduced; "
+            "★ new evidence for or against a proposal the paper left open; ∅ not testable with these records; "
+            "? inconclusive at this scale; · not run at this scale; — not a claim at that profile.")
+
+
+def how_trained(records: pd.DataFrame) -> str:
+    """Where and in what precision ``records`` were trained, from their provenance: "on CPU in
+    bf16", "on an NVIDIA H200 in bf16", or each way, joined, where they differ."""
+    ways = []
+    for (device, name, precision), _ in records.groupby(["device", "device_name", "precision"], dropna=False):
+        where = "CPU" if str(device) == "cpu" else (f"an {name}" if isinstance(name, str) and name else "a GPU")
+        ways.append(f"on {where} in {precision}")
+    return listing(ways) if ways else ""
+
+
+def profiles_sentence(stand_in: str = BOOK_PROFILE, records: pd.DataFrame | None = None) -> str:
+    """What a profile is, and the grid's profiles, for readers meeting the word above the grid;
+    with ``records``, how the paper profiles' runs were trained, where they have any."""
+    twin = DROPOUT_TWIN.get(stand_in)
+    size = get_profile(stand_in)
+    text = (f"Each column is a *profile*: a named setting of model, data and training budget. `{stand_in}` is the "
+            f"stand-in trained here ({size.n_layer} layers, {size.n_embd} wide, context {size.block_size})")
+    text += f", `{twin}` the same with dropout {get_profile(twin).dropout:g}" if twin else ""
+    text += ", and `paper-10m` and `paper-124m` are the paper's 10M and 124M settings."
+    for paper in ("paper-10m", "paper-124m"):
+        own = records[records.profile == paper] if records is not None and len(records) else ()
+        if len(own):
+            text += f" The `{paper}` runs shown were trained here {how_trained(own)}."
+    return text
+
+
+#: Where each claim's evidence is shown: the page (under the book's root, without .html) and the
+#: figure or table it rests on (its id; None: the page as a whole).
+EVIDENCE: dict[str, tuple[str, str | None]] = {
+    "joint_collapse_10m": ("notebooks/04_joint_collapse", "fig-joint-collapse-curves"),
+    "joint_collapse_124m": ("notebooks/04_joint_collapse", None),
+    "layer0_starved_attn_only": ("notebooks/04_joint_collapse", "fig-layer0-gradients"),
+    "layer0_starved_ffn_only": ("notebooks/04_joint_collapse", "fig-layer0-gradients"),
+    "layer0_starved_no_residual": ("notebooks/04_joint_collapse", "fig-layer0-gradients"),
+    "layer0_full": ("notebooks/04_joint_collapse", "fig-layer0-gradients"),
+    "hidden_norm_growth": ("notebooks/07_mechanism", "T_tab-growth"),
+    "gain_confound": ("notebooks/05_confounds", "fig-gain-timing"),
+    "asymmetry_10m": ("notebooks/06_central", "fig-central-final"),
+    "ffn_collapse_10m": ("notebooks/10_ffn_escape", "fig-escape-distances"),
+    "ffn_vs_no_residual": ("notebooks/06_central", "T_tab-central-gaps"),
+    "ratio_10m": ("notebooks/06_central", "T_tab-central-summary"),
+    "seeds_124m": ("notebooks/06_central", "T_tab-central-summary"),
+    "alpha_routing": ("notebooks/07_mechanism", "fig-alpha-heatmap"),
+    "asymmetry_by_scale": ("notebooks/09_scale_ladder", "fig-ladder"),
+    "mixer_test": ("notebooks/07_mechanism", "fig-mixer"),
+    "intermediate_reproduction": ("notebooks/08_reproduction", "T_tab-paper-comparison"),
+    "nondeterministic_repeats": ("notebooks/08_reproduction", "T_tab-repeats"),
+    "original_record": ("notebooks/08_reproduction", "T_tab-paper-comparison"),
+    "eval_noise_explains": ("notebooks/05_confounds", "T_tab-eval-noise"),
+}
+#: The chapter that follows each section of the paper (chapter N is the paper's section N).
+SECTION_PAGES = {3: "notebooks/03_setup", 4: "notebooks/04_joint_collapse", 5: "notebooks/05_confounds",
+                 6: "notebooks/06_central", 7: "notebooks/07_mechanism", 8: "notebooks/08_reproduction"}
+
+
+def evidence_link(claim: str, root: str = "../") -> str:
+    """``../notebooks/06_central.html#fig-central-final``: where ``claim``'s evidence is shown,
+    from a page one folder below the book's root (``root``)."""
+    page, anchor = EVIDENCE[claim]
+    return f"{root}{page}.html" + (f"#{anchor}" if anchor else "")
+
+
+def claim_anchor(claim: str) -> str:
+    """The id of a claim's block on the scorecard page."""
+    return "claim-" + claim.replace("_", "-")
+
+
+def badge(verdict: str) -> str:
+    """A verdict as an inline HTML badge: its symbol and label, coloured by verdict."""
+    symbol, label = GRID_LABELS[verdict]
+    return (f'<span class="verdict {verdict_slug(verdict)}" title="{html.escape(verdict)}">'
+            f'<span class="verdict-symbol" aria-hidden="true">{symbol}</span> {html.escape(label)}</span>')
+
+
+def grid_html(frame: pd.DataFrame, link: str = "scorecard.html", fragile_cells: set | None = None) -> str:
+    """:func:`grid` as an HTML table: each cell a symbol and a short label, classed by
+    verdict; each claim links to its block on the scorecard page (``link``). A cell of
+    ``fragile_cells`` (``(claim, profile)`` pairs, :func:`residual_lib.pages.scorecard.sensitivity.fragile`) is marked: its verdict
+    changes at a plausible value of a threshold."""
+    ids = {title: claim for claim, title in TITLES.items()}
+    fragile_cells = fragile_cells or set()
+    head = "".join(f'<th scope="col">{html.escape(str(c))}</th>' for c in frame.columns)
+    rows = []
+    for claim, verdicts in frame.iterrows():
+        cells = []
+        for profile, verdict in verdicts.items():
+            if not isinstance(verdict, str):
+                cells.append('<td class="verdict-none" title="not a claim at this profile">—</td>')
+                continue
+            symbol, label = GRID_LABELS[verdict]
+            shaky = (ids.get(claim, claim), profile) in fragile_cells
+            mark = ('<span class="verdict-fragile" title="changes at a plausible threshold: see the threshold table">'
+                    ' fragile</span>' if shaky else "")
+            cells.append(f'<td class="verdict {verdict_slug(verdict)}" title="{html.escape(verdict)}">'
+                         f'<span class="verdict-symbol" aria-hidden="true">{symbol}</span>'
+                         f'<span class="verdict-label"> {html.escape(label)}</span>{mark}</td>')
+        name = html.escape(str(claim)).replace("/", "/<wbr>")  # "FFNOnly/AttnOnly" breaks on a phone
+        if claim in ids:
+            chapter = Path(EVIDENCE[ids[claim]][0]).name[:2].lstrip("0")
+            # the verdict's rule on the scorecard, and the figure or table it rests on
+            name = (f'<a href="{link}#{claim_anchor(ids[claim])}">{name}</a> <a class="grid-evidence" '
+                    f'href="{evidence_link(ids[claim])}" title="the evidence, in chapter {chapter}">'
+                    f'ch.&nbsp;{chapter}</a>')
+            note = CLAIMS[ids[claim]].note
+            name += f'<span class="claim-note">{html.escape(note)}</span>' if note else ""
+        rows.append(f"<tr><th scope=\"row\">{name}</th>{''.join(cells)}</tr>")
+    return (f'<div class="table-scroll"><table class="verdict-grid" id="verdict-grid"><thead><tr>'
+            f'<th scope="col">claim</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
+
+
+def claims_html(table: pd.DataFrame) -> str:
+    """Every claim of :func:`build` as a block that fits the text column: its title and
+    verdicts (always visible), then, expandable, the paper's statement and values, ours per
+    profile, and the rule. Each block's id is :func:`claim_anchor`."""
+    blocks = []
+    order = {p: i for i, p in enumerate(["paper-10m", "paper-124m"])}
+    for claim, rows in table.groupby("claim", sort=False):
+        rows = rows.sort_values("profile", key=lambda c: c.map(lambda p: order.get(p, -1)), kind="stable")
+        first = rows.iloc[0]  # the small stand-in first: the profile with records
+        verdicts = " ".join(f'<span class="claim-verdict"><span class="claim-profile">{html.escape(r.profile)}'
+                            f"</span> {badge(r.verdict)}</span>" for r in rows.itertuples())
+        per_profile = "".join(
+            f"<tr><th scope=\"row\">{html.escape(r.profile)}</th><td>{badge(r.verdict)}</td>"
+            f"<td>{html.escape(prose_names(str(r.ours)))}</td><td>{html.escape(str(r.seeds))}</td></tr>"
+            for r in rows.itertuples())
+        rule = next((r for r in rows.rule if r), "")
+        note = f"<p><em>About the paper's values:</em> {html.escape(first.paper_note)}</p>" if first.paper_note else ""
+        blocks.append(
+            f'<details class="claim-block" id="{claim_anchor(claim)}">'
+            f'<summary><span class="claim-title">{html.escape(TITLES.get(claim, claim))}</span>'
+            f'<span class="claim-verdicts">{verdicts}</span></summary>'
+            f"<p><em>The paper ({_section(first.section)}):</em> {html.escape(prose_names(first.statement))}</p>"
+            f"<p><em>The paper's values:</em> {html.escape(prose_names(first.paper))}</p>{note}"
+            f'<div class="table-scroll"><table class="claim-rows book-table"><thead><tr><th scope="col">profile</th>'
+            f'<th scope="col">verdict</th><th scope="col">ours</th><th scope="col">seeds</th></tr></thead>'
+            f"<tbody>{per_profile}</tbody></table></div>"
+            + (f"<p><em>Rule:</em> {html.escape(prose_names(rule))}</p>" if rule else "")
+            + f'<p class="claim-evidence"><a href="{evidence_link(claim)}">{_evidence_label(claim)}</a></p></details>')
+    return f'<div class="claim-blocks" id="scorecard-claims">{"".join(blocks)}</div>'
+
+
+def _section(section) -> str:
+    """"section 6", linked to the chapter that follows that section of the paper where there is one."""
+    try:
+        page = SECTION_PAGES.get(int(section))
+    except (TypeError, ValueError):
+        page = None
+    text = f"section {html.escape(str(section))}"
+    return f'<a href="../{page}.html">{text}</a>' if page else text
+
+
+def _evidence_label(claim: str) -> str:
+    page, anchor = EVIDENCE[claim]
+    chapter = int(Path(page).name[:2]) if Path(page).name[:2].isdigit() else None
+    what = "the figure" if (anchor or "").startswith("fig-") else "the table" if anchor else "the chapter"
+    if what == "the chapter":
+        return f"Evidence: chapter {chapter} →"
+    return f"Evidence: {what} in chapter {chapter} →" if chapter else f"Evidence: {what} →"
+
+
+def _runs(frame: pd.DataFrame) -> str:
+    return f"{len(frame)} run{'s' if len(frame) != 1 else ''}"
+
+
+def _seed_list(seeds) -> str:
+    """The seeds of a page's runs: listed when there are a few, counted when there are many."""
+    seeds = sorted(set(int(x) for x in seeds))
+    if len(seeds) > 6:
+        return f"{len(seeds)} seeds"
+    return ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(map(str, seeds))
+
+
+def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | None = None):
+    """The box that opens a chapter (an IPython ``HTML`` object): the verdict of each of
+    ``claims`` at the page's profile with what the records show, each linking to its block on
+    the scorecard page, and one line on what the page shows (its runs and seeds per profile). ``records`` are the page's, as :func:`residual_lib.pages.notebook.notebook_records`
+    returns them: their ``attrs`` name the profile and the results folder."""
+    profile, results_dir = records.attrs["profile"], records.attrs["results_dir"]
+    table = build(results_dir, stand_in=profile) if table is None else table
+    profiles = stand_ins(profile)
+    rows = table[table.claim.isin(claims) & table.profile.isin(profiles)
+                 & ((table.profile == profile) | (table.verdict != "not run at this scale"))]
+    items = []
+    for claim in claims:
+        for row in rows[rows.claim == claim].itertuples():
+            where = f" <code>{html.escape(row.profile)}</code>" if row.profile != profile else ""
+            items.append(f'<li>{badge(row.verdict)}{where} <a href="../book/scorecard.html#{claim_anchor(claim)}">'
+                         f"{html.escape(TITLES.get(claim, claim))}</a>. {html.escape(prose_names(str(row.ours)))}.</li>")
+    shown = ""
+    left_out = records.attrs.get("diverged") or []
+    if left_out:
+        runs = f"{len(left_out)} run{'s' if len(left_out) > 1 else ''}"
+        shown += (f'<p class="verdict-box-scope"><strong>Left out:</strong> {runs} that diverged '
+                  f"(non-finite loss): {html.escape('; '.join(left_out))}.</p>")
+    apart = records.attrs.get("left_out") or []  # sections.central_sweep: seeds not every variant has
+    if apart:
+        runs = f"{len(apart)} run{'s' if len(apart) > 1 else ''}"
+        shown += (f'<p class="verdict-box-scope"><strong>Left out:</strong> {runs} at seeds where another variant '
+                  f"has no usable run, so that every variant is averaged over the same seeds, here and on every "
+                  f"other page: {html.escape('; '.join(apart))}.</p>")
+    if len(records):
+        parts = [f"{_runs(part)} at <code>{html.escape(name)}</code> ({_seed_list(part.seed)})"
+                 for name, part in sorted(records.groupby("profile"), key=lambda g: (g[0] != profile, g[0]))]
+        shown += (f'<p class="verdict-box-scope">This page shows {listing(parts)}, read from '
+                  f"<code>{html.escape(Path(results_dir).name)}/</code>. The verdict rules and the other profiles are "
+                  f'on the <a href="../book/scorecard.html">scorecard</a>.</p>')
+    title = " and ".join(f"<code>{html.escape(p)}</code>" for p in profiles if (rows.profile == p).any()) or \
+        f"<code>{html.escape(profile)}</code>"
+    return HTML(f'<div class="verdict-box"><p class="verdict-box-title">Verdicts at {title}'
+                f'</p><ul>{"".join(items)}</ul>{shown}</div>')
+
+
+def section_view(number: int | str) -> HTML:
+    """The paper's values for one section as the book shows them, in one expandable block
+    (the chapter's results come first): a compact table (claim, scale, variant, quantity,
+    value ± std, seeds, marked "inferred" where the summary does not state them), then each
+    claim's statement and what the summary leaves unstated. Labelled as the paper's."""
+    rows = paper.section(number)
+    shown = rows.assign(
+        claim=rows.claim.map(lambda c: TITLES.get(c, c)),
+        variant=rows.variant.map(paper.variant_label),
+        quantity=rows.quantity.map(paper.quantity_label),
+        seeds=[f"{s} (inferred)" if isinstance(i, str) and "seeds" in i else s
+               for s, i in zip(rows.seeds, rows.inferred)],
+        value=[fmt(v) + ("" if pd.isna(s) else f" ± {fmt(s)}") for v, s in zip(rows["paper's value"],
+                                                                             rows["paper's std"])])
+    values = table(shown[["claim", "scale", "variant", "quantity", "value", "seeds"]],
+                   headers={"value": "the paper's value"}, caption=f"The paper's values, section {number}")
+    items = []
+    for claim, part in rows.groupby("claim", sort=False):
+        notes = " ".join(dict.fromkeys(n for n in part["about the value"] if isinstance(n, str) and n))
+        items.append(f"<li><strong>{html.escape(TITLES.get(claim, claim))}</strong>: "
+                     f"{html.escape(part.statement.iloc[0])}"
+                     + (f" <em>{html.escape(notes)}</em>" if notes else "") + "</li>")
+    statements = "".join(items)
+    return HTML(f'<details class="paper-values"><summary>The paper\'s values for section {number} '
+                f"({len(rows)} reported values) and its statements</summary>"
+                f'<div class="table-scroll">{values.to_html()}</div><ul>{statements}</ul></details>')

@@ -1,0 +1,188 @@
+"""Verdicts fixed before their data: the rules, thresholds and code that judge ``paper-10m``,
+registered (by their sha256) in a commit that precedes every ``paper-10m`` record.
+
+Every other verdict of the scorecard was judged by rules written while the stand-in records
+already existed. The ``paper-10m`` column is different: its rules were committed, with the
+digest of :data:`FILES` (:func:`digest`), in a commit whose message says "pre-registration",
+before the first ``paper-10m`` run started. :func:`status` finds that commit in the history and
+checks every ``paper-10m`` record's start time (``provenance.started_at``) against it.
+
+A change to any of :data:`FILES` after the registration changes the digest; the test suite
+fails until the change is listed in :data:`AMENDMENTS` (what changed, why, and whether any
+``paper-10m`` record existed then), which the scorecard shows beside the registration.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+
+PROFILE = "paper-10m"
+_PACKAGE = Path(__file__).resolve().parents[2]
+#: The code and data that decide a ``paper-10m`` verdict: the rules and their texts, the
+#: thresholds, the claims and the paper's values, the numbers the rules compute, and which
+#: records they read.
+FILES = (
+    "pages/scorecard/rule.py", "pages/scorecard/rules.py", "pages/scorecard/limits.py", "pages/scorecard/claims.py",
+    "pages/scorecard/verdicts.py", "study/paper.py", "study/paper_claims.csv", "study/analysis.py", "study/escapes.py",
+    "study/sections.py", "study/frames.py", "study/gains.py",
+)
+#: The digest registered in the pre-registration commit, over the files :data:`FILES` held then
+#: (the first eleven: gains.py joined later, by an amendment).
+REGISTERED_DIGEST = "7913eb25a25c072124b244f5ae7caefa518e02eeecd1e26aaf6447310990e461"
+REGISTERED_FILES = 11
+
+
+@dataclass(frozen=True)
+class Amendment:
+    """A change to the registered files after the registration: the digest it leads to, when,
+    what and why, and whether ``paper-10m`` records existed then."""
+
+    digest: str
+    date: str
+    change: str
+    reason: str
+    records_existed: bool
+
+
+#: Every change to :data:`FILES` since the registration, oldest first.
+AMENDMENTS: tuple[Amendment, ...] = (
+    Amendment("51c0e446fe417f0b341ecc7d61ae9c9935daa8c4e0ce369be071e7b29857f60a", "2026-12-05",
+              "load_curves counts a run once when two record files share its key, as load_records does; the "
+              "tables name the kernels of the records they show (frames.kernel_labels)",
+              "a copied record doubled a run's curves; which kernels made a table's numbers was not said",
+              records_existed=False),
+    Amendment("fbb2c057f29c68fa72f891e713544e9ca9a5bfd5472ceb7bcf17d87384fe20f2", "2026-12-05",
+              "a run's records are counted once in the reader both loaders share, not in each loader",
+              "one mechanism instead of two; the same rows and curves", records_existed=False),
+    Amendment("c86115572e13ccc84e9cadefb1cc190ddc4b49ed502b7d981f16b7b982638647", "2026-12-05",
+              "the gain confound judged at each of three seeds, its timing read on runs that evaluate the first "
+              "500 steps every 20 (gains.py joins the registered files); the escape study counts at the line an "
+              "input-blind model can reach and apart for runs started after its lines were fixed; the mixer's "
+              "shares also measured from the floor; the budget study's chapter in the plans; wording: a gap "
+              "named with its sign, a statement cut short, a statement's section, the routing rule's best layer",
+              "a review of the stand-in's verdicts: the timing rested on one seed and evaluations 100 steps "
+              "apart, and several texts said more than their numbers", records_existed=False),
+    Amendment("28c3ea241f877d43e69bd93fbe2119158b141ecf2ce5a339910630db4b9a8235", "2026-12-05",
+              "a timing run is read only where it retraces its gain run to within 0.01 nats (limits.EARLY_AGREE); "
+              "a seed is judged on the gain confound only when run at every gain; the timing also given at the "
+              "paper's own 200 steps; the input-blind line marked as drawn after the runs; the paper's relative "
+              "gaps named FFNOnly − AttnOnly; wording of the intermediate reproduction's agreement",
+              "a second review: spliced curves were not checked, an incomplete seed could be judged, and the "
+              "post-hoc line was counted among lines fixed before the data", records_existed=False),
+    Amendment("d8693ff74effcc46e2b1f6a893f9db410a942a1c4075c38db560d0f9e9f85c72", "2026-12-05",
+              "records filed outside <results>/<profile>/ are left out; a record naming another corpus (its sha256) "
+              "is off its profile's recipe; the central sweep is selected once (sections.central_sweep: usable "
+              "controlled runs at the seeds every variant has) for the rules, the headline and chapter 6; a table "
+              "keeps runs of other conditions in rows of their own",
+              "a fault probe: a copied results folder was counted again, a shuffled corpus trained under the "
+              "profile's name, and one missing record let two pages state two means for one claim",
+              records_existed=False),
+    Amendment("05844b1a41f4c95ea0401535610b280f67f76946a516b95deb4c70826a180502", "2026-12-05",
+              "a record in a folder not named after its profile is left out; records of one profile that name "
+              "different corpora are kept apart; the intermediate-reproduction rule reads AttnOnly over the central "
+              "sweep's seeds",
+              "a second fault probe: copies filed beside the profile folders were bad records, OpenWebText records "
+              "of other documents shared a profile, and AttnOnly's mean was quoted over two sets of seeds",
+              records_existed=False),
+    Amendment("584515f2bd431282d250082ab3088ffc777f7c47a90439ec7f4f92bc58473b38", "2026-12-05",
+              "the plans gain chapter 12, the paper's setting beside the stand-in (sections._paper_scale: the four "
+              "variants at the first seed, then AttnOnly and FFNOnly at two more, the runs already queued); no rule, "
+              "threshold or selection changed",
+              "the book had no page for the paper-10m runs; AttnOnly seed 1337 was training, its checkpoints unread",
+              records_existed=False),
+    Amendment("7ef39071927668af06c180f4f98698fbb627144564dfb721a502a1e3de9d25a1", "2026-12-05",
+              "the package's modules moved into folders by layer: the registered files now sit under pages/scorecard/ "
+              "and study/; their imports, and the module paths their docstrings and messages name, follow them. No "
+              "other line changed",
+              "a package whose folders show its layers", records_existed=False),
+)
+
+
+def digest(root: Path = _PACKAGE) -> str:
+    """sha256 over :data:`FILES` (each file's path, then its bytes)."""
+    h = hashlib.sha256()
+    for name in FILES:
+        h.update(name.encode() + b"\n" + (root / name).read_bytes() + b"\n")
+    return h.hexdigest()
+
+
+def current_digest_is_accounted_for() -> bool:
+    """Whether today's files are the registered ones or the last amendment's."""
+    expected = AMENDMENTS[-1].digest if AMENDMENTS else REGISTERED_DIGEST
+    return digest() == expected
+
+
+def registration_commit() -> tuple[str, datetime] | None:
+    """The pre-registration commit (its message names the registered digest) and its commit
+    time, from this checkout's history; None where the history is not available."""
+    try:
+        out = subprocess.run(["git", "log", "--fixed-strings", f"--grep={REGISTERED_DIGEST[:16]}", "--format=%H %cI"],
+                             cwd=_PACKAGE, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = out.stdout.split("\n") if out.returncode == 0 else []
+    lines = [line for line in lines if line.strip()]
+    if not lines:
+        return None
+    sha, when = lines[-1].split()  # the oldest commit that names it
+    return sha, datetime.fromisoformat(when)
+
+
+def status(records: pd.DataFrame) -> dict:
+    """The registration against the ``paper-10m`` records of ``records``
+    (:func:`residual_lib.study.frames.load_records` rows): ``commit`` and ``registered`` (None
+    without the history), ``records``, ``started_after`` (how many started after the commit),
+    ``first_start`` and ``holds`` (every record started after it)."""
+    found = registration_commit()
+    own = records[records.profile == PROFILE] if "profile" in records else records.head(0)
+    starts = pd.to_datetime(own["started_at"], utc=True) if "started_at" in own else pd.Series(dtype="datetime64[ns, UTC]")
+    out = {"commit": None, "registered": None, "digest": REGISTERED_DIGEST, "records": len(own),
+           "started_after": None, "first_start": starts.min() if len(starts) else None, "holds": None,
+           "amendments": len(AMENDMENTS)}
+    if found is not None:
+        sha, when = found
+        after = int((starts > pd.Timestamp(when)).sum())
+        out.update(commit=sha, registered=when, started_after=after, holds=after == len(own))
+    return out
+
+
+def statement(records: pd.DataFrame, brief: bool = False) -> str:
+    """The scorecard's sentences on the registration; ``brief``: the amendments counted, not
+    listed (the scorecard lists them), for a chapter's opening."""
+    s = status(records)
+    if s["commit"] is None:
+        return (f"The rules that judge `{PROFILE}` were registered by their digest (sha256 {s['digest'][:16]}…), "
+                "but this copy has no git history to find the registration's commit in.")
+    when = s["registered"].strftime("%Y-%m-%d %H:%M UTC")
+    text = (f"The rules, thresholds and code that judge `{PROFILE}` were fixed before its data: commit "
+            f"{s['commit'][:7]} ({when}, pre-registration, sha256 {s['digest'][:16]}… of "
+            f"{REGISTERED_FILES} files) precedes ")
+    if not s["records"]:
+        text += f"every `{PROFILE}` record, since none exists yet."
+    elif s["holds"]:
+        text += (f"all {s['records']} `{PROFILE}` records: the first of them started "
+                 f"{s['first_start'].strftime('%Y-%m-%d %H:%M UTC')}.")
+    else:
+        text = text.replace("were fixed before its data", "were registered") + (
+            f"only {s['started_after']} of the {s['records']} `{PROFILE}` records; the others started before it "
+            "and were judged by rules written with them in view.")
+    if AMENDMENTS and brief:
+        times = {1: "once", 2: "twice"}.get(len(AMENDMENTS), f"{len(AMENDMENTS)} times")
+        existed = sum(a.records_existed for a in AMENDMENTS)
+        text += (f" The files were amended {times} since, " + ("each before any `paper-10m` record existed"
+                 if not existed else f"{existed} of them after `paper-10m` records existed") +
+                 "; the [scorecard](../book/scorecard) lists what each changed and why.")
+    elif AMENDMENTS:
+        times = {1: "once", 2: "twice"}.get(len(AMENDMENTS), f"{len(AMENDMENTS)} times")
+        text += f" The files were amended {times} since: " + \
+            "; ".join(f"{a.date}, {a.change} ({a.reason}; paper-10m records existed: "
+                      f"{'yes' if a.records_existed else 'no'})" for a in AMENDMENTS) + "."
+    else:
+        text += " They have not changed since."
+    return text

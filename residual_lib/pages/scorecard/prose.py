@@ -1,0 +1,132 @@
+"""The scorecard in sentences: the book's headline and the count of verdicts at a profile."""
+
+from __future__ import annotations
+
+import pandas as pd
+from scipy import stats
+
+from ...run.profiles import BOOK_PROFILE, DROPOUT_TWIN, get_profile
+from ...study.frames import profile_input_blind_line, usable
+from ...study.sections import central_sweep, controlled
+from . import limits
+from .rule import PAPER_SCALE, VERDICTS, stand_ins
+
+_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
+
+
+def _word(n: int) -> str:
+    return _WORDS[n] if 0 <= n < len(_WORDS) else f"{n:,}"
+
+
+#: How the count sentence names each verdict (singular, plural).
+_COUNTED = {
+    "reproduced": ("is reproduced", "are reproduced"),
+    "partly reproduced": ("holds in part", "hold in part"),
+    "agrees with the paper's confirmed result": ("agrees with the paper's confirmed result instead of its anomaly",
+                                                 "agree with the paper's confirmed results instead of its anomalies"),
+    "not reproduced": ("is not reproduced", "are not reproduced"),
+    "new evidence for": ("is new evidence for a proposal the paper left open",
+                         "are new evidence for proposals the paper left open"),
+    "new evidence against": ("is new evidence against a proposal the paper left open",
+                             "are new evidence against proposals the paper left open"),
+    "not testable here": ("cannot be tested with these records", "cannot be tested with these records"),
+    "inconclusive": ("is an absolute number of the paper's model, which a smaller stand-in cannot check",
+                     "are absolute numbers of the paper's model, which a smaller stand-in cannot check"),
+}
+
+
+def count_sentence(table: pd.DataFrame, profile: str) -> str:
+    """The verdicts at ``profile`` in a sentence: how many claims it checks and what became of them."""
+    checked = table[(table.profile == profile) & (table.verdict != "not run at this scale")]
+    claims = table.claim.nunique()
+    counts = checked.drop_duplicates("claim").verdict.value_counts()
+    parts = [f"{_word(int(counts[v]))} {_COUNTED[v][int(counts[v]) > 1]}" for v in VERDICTS if v in counts]
+    if not parts:
+        return f"None of the {claims} claims has records at `{profile}` yet."
+    listed = parts[0] if len(parts) == 1 else "; ".join(parts[:-1]) + "; and " + parts[-1]
+    n = checked.claim.nunique()
+    return (f"Of the paper's {claims} claims, {_word(n)} can be checked at `{profile}`"
+            + (f" (the other {_word(claims - n)} are about models this profile does not train)" if claims > n else "")
+            + f": {listed}.")
+
+
+def headline(table: pd.DataFrame, records: pd.DataFrame, stand_in: str = BOOK_PROFILE) -> str:
+    """The book's outcome in plain words, from the scorecard and the records: the paper's
+    central claim, whether the asymmetry held at the stand-in (with its numbers), whether
+    FFNOnly collapsed in every seed (with and without dropout), and what waits for a GPU."""
+    rows = table.set_index(["claim", "profile"])
+    central = controlled(usable(records[records.profile == stand_in]))
+    sweep = central_sweep(records[records.profile == stand_in])  # the selection every page quotes
+    seeds = sorted(set(sweep.seed))
+    means = sweep.groupby("variant")["final_val_loss"].mean()
+    sizes = central[central.variant == "full"]["n_params"]
+    text = ("The paper's central claim is an asymmetry: without its attention residual (FFNOnly) a Pre-LN "
+            "transformer collapses to the floor its no-residual model sits on, while without its feed-forward "
+            "residual (AttnOnly) it still learns.")
+    verdict = rows.verdict.get(("asymmetry_10m", stand_in))
+    if verdict and verdict != "not run at this scale" and {"attn_only", "ffn_only"} <= set(means.index):
+        size = f"a {sizes.max() / 1e6:.2g}M-parameter stand-in" if len(sizes) else "a small stand-in"
+        floor = float(central.eval_floor.iloc[0])
+        held = {"reproduced": "holds in every seed", "partly reproduced": "holds in some seeds only",
+                "not reproduced": "does not hold"}.get(verdict, "cannot be decided yet")
+        ffn = sweep[sweep.variant == "ffn_only"]
+        off = int((ffn.eval_floor - ffn.final_val_loss > limits.FLOOR_TOL).sum())
+        median = ffn.final_val_loss.median()
+        pulled = (f"; FFNOnly's median is {median:.3f}, {_word(off)} escaped seed{'' if off == 1 else 's'} "
+                  f"{'pulls' if off == 1 else 'pull'} its mean down" if off and means["ffn_only"] < median - 0.0005
+                  else "")
+        text += (f" On {size} it {held}: AttnOnly ends at {means['attn_only']:.3f} nats "
+                 f"and FFNOnly at {means['ffn_only']:.3f}, against a floor of {floor:.3f} (means over the central "
+                 f"sweep's {_word(len(seeds))} seed{'' if len(seeds) == 1 else 's'}{pulled}).")
+    collapse, counts = [], []
+    for profile in stand_ins(stand_in):
+        row = rows.loc[("ffn_collapse_10m", profile)] if ("ffn_collapse_10m", profile) in rows.index else None
+        if row is None or row.verdict == "not run at this scale":
+            continue
+        ffn = controlled(usable(records[records.profile == profile]))
+        ffn = ffn[ffn.variant == "ffn_only"]
+        below = ffn.eval_floor - ffn.final_val_loss
+        blind = profile_input_blind_line(profile)
+        setting = ("without dropout" if profile == stand_in
+                   else f"with dropout {get_profile(profile).dropout:g} (nanoGPT's recipe, assumed by paper-10m)")
+        k = int((below > limits.FLOOR_TOL).sum())
+        collapse.append((setting, k, int((below > blind).sum()), len(ffn), blind))
+        counts.append((k, len(ffn)))
+    if collapse:
+        held = [(setting, n) for setting, k, kb, n, _ in collapse if not k and not kb]
+        broken = [c for c in collapse if c[1] or c[2]]
+        if not broken:
+            text += (" FFNOnly stays at the floor in every seed ("
+                     + " and ".join(f"{n} seeds {setting}" for setting, n in held) + ").")
+        else:
+            text += " FFNOnly collapses in every seed, as the paper says, "
+            text += (" and ".join(f"{setting}: {n} of {n}" for setting, n in held) + ", but not "
+                     if held else "in no setting here: not ")
+            text += "; nor ".join(
+                f"{setting}: {k} of {n} seeds end more than {limits.FLOOR_TOL:g} nats below the floor ({kb} beyond the "
+                f"{blind:.4f} a model that ignores its input can reach)" for setting, k, kb, n, blind in broken)
+            if len(counts) == 2:  # whether the settings differ, at the line fixed before the data
+                (k1, n1), (k2, n2) = counts
+                p = stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]]).pvalue
+                text += (f"; at {limits.FLOOR_TOL:g} the two settings do not differ clearly (Fisher's p = {p:.2f})"
+                         if p >= 0.05 else f"; at {limits.FLOOR_TOL:g} the two settings differ (Fisher's p = {p:.3f})")
+            text += "."
+    missing = [p for p in PAPER_SCALE if not (records.profile == p).any()]
+    if missing:
+        text += (" No paper-10m or paper-124m run is recorded yet." if len(missing) == 2 else
+                 f" No {missing[0]} run is recorded yet.")
+    return text
+
+
+def stand_in_scope(stand_in: str = BOOK_PROFILE) -> str:
+    """What the stand-in profile is, for the introduction: its shape (from the profile, so a
+    book of any profile says its own), and the dropout twin it is also judged at, if any."""
+    shape = get_profile(stand_in)
+    text = (f"Its model has {shape.n_layer} layers, {shape.n_embd} wide, with context {shape.block_size}; claims "
+            "about the 10M and 124M models' absolute numbers are marked \"not run at this scale\" until "
+            "`paper-10m` or `paper-124m` records exist.")
+    twin = DROPOUT_TWIN.get(stand_in)
+    if twin:
+        text += (f" The central sweep is also judged at `{twin}`, the same model with the dropout "
+                 f"({get_profile(twin).dropout:g}) of the recipe `paper-10m` follows.")
+    return text

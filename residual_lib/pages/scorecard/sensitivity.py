@@ -1,0 +1,89 @@
+"""How much each verdict depends on its thresholds: every verdict recomputed at each plausible
+alternative of every threshold (:data:`residual_lib.pages.scorecard.limits.THRESHOLDS`), and the
+table the scorecard page shows."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import pandas as pd
+
+from ...core.paths import results_folder
+from ...run.profiles import BOOK_PROFILE
+from ...storage.records import read_record
+from ...study.frames import load_records
+from . import limits
+from .claims import TITLES
+from .history import changes_for
+from .limits import thresholds
+from .rule import RULES, stand_ins
+from .verdicts import build
+
+
+def sensitivity(results_dir: str | Path | None = None, stand_in: str = BOOK_PROFILE, records: pd.DataFrame | None = None,
+                table: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every verdict recomputed at each alternative of every threshold: one row per
+    threshold and alternative, with the verdicts that change (``changes``: a list of
+    ``(claim, profile, before, after)``)."""
+    if records is None:
+        records = load_records(results_folder(results_dir))
+    base = build(stand_in=stand_in, records=records) if table is None else table
+    base = base.set_index(["claim", "profile"])["verdict"]
+    rows = []
+    for t in limits.THRESHOLDS:
+        for alt in t.alternatives:
+            with thresholds(**{t.name: alt}):
+                other = build(stand_in=stand_in, records=records).set_index(["claim", "profile"])["verdict"]
+            changed = [(c, p, base[(c, p)], other[(c, p)]) for c, p in base.index if base[(c, p)] != other[(c, p)]]
+            rows.append({"threshold": t.name, "meaning": t.meaning, "value": t.value, "alternative": alt,
+                         "set_on": t.set_on, "commit": t.commit, "changes": changed})
+    return pd.DataFrame(rows)
+
+
+def threshold_table(sensitivity_table: pd.DataFrame, records: pd.DataFrame, stand_in: str = BOOK_PROFILE) -> pd.DataFrame:
+    """One row per threshold for the scorecard page: its value, meaning, the alternatives
+    tried and what each changes, and when it was set against when the stand-in records it
+    judges were made (their ``provenance.finished_at``)."""
+    judged = records[records.profile.isin(stand_ins(stand_in))]
+    made = pd.to_datetime(pd.Series([read_record(p)["provenance"].get("finished_at") for p in judged.path],
+                                    dtype=object), utc=True)
+    rows = []
+    for name, group in sensitivity_table.groupby("threshold", sort=False):
+        first = group.iloc[0]
+        effects = []
+        for alt, changes in zip(group.alternative, group.changes):
+            said = "; ".join(f"{TITLES.get(c, c)} at {p}: {a} → {b}" for c, p, a, b in changes)
+            effects.append(f"{alt:g}: {said or 'no verdict changes'}")
+        set_on = pd.Timestamp(first.set_on)
+        before = int((made < set_on).sum())
+        when = f"{set_on:%Y-%m-%d %H:%M} UTC, commit {first.commit}"
+        if len(made):
+            after = int((made >= set_on).sum())
+            when += (f": before all {len(made)} stand-in records it judges" if not before else
+                     f": after {before} of the {len(made)} stand-in records it judges" + (
+                         f" (the other {after} were made later)" if after else ""))
+        logic = _logic_changes(name)
+        rows.append({"threshold": name, "meaning": first.meaning, "value": f"{first.value:g}",
+                     "at the alternatives": "; ".join(effects), "value set": when,
+                     "logic of the rules that use it last changed": logic})
+    return pd.DataFrame(rows)
+
+
+def _logic_changes(threshold: str) -> str:
+    """When the logic of the rules that compare with ``threshold`` last changed (from
+    :data:`residual_lib.pages.scorecard.history.CHANGES`), and the commit: a value fixed early says
+    little if the rule around it was rewritten later."""
+    users = [name for name, rule in RULES.items() if f"limits.{threshold}" in inspect.getsource(rule.check)]
+    changes = sorted((c for name in users for c in changes_for(name)), key=lambda c: c.date)
+    if not users:
+        return "no rule compares with it directly"
+    if not changes:
+        return f"unchanged since the first rules ({', '.join(users)})"
+    last = changes[-1]
+    return f"{last.date.replace('T', ' ')} UTC, commit {last.commit} ({', '.join(sorted(set(users)))})"
+
+
+def fragile(sensitivity_table: pd.DataFrame) -> set[tuple[str, str]]:
+    """The ``(claim, profile)`` cells whose verdict changes at some plausible threshold."""
+    return {(c, p) for changes in sensitivity_table["changes"] for c, p, *_ in changes}

@@ -1,0 +1,100 @@
+"""Where a record came from: the commit of the code that made it and the machine's software,
+without host or user names."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import platform
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+from ..run.runtime import kernel_environment
+
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", *args], cwd=Path(__file__).resolve().parent, capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+#: Names the commit of the code where the checkout's own git history lags behind its files (a
+#: copy of a working tree on a lent machine, whose ``.git`` may be an older one):
+#: ``scripts/device_check.sh`` sets it from its ``COMMIT``.
+COMMIT_ENV = "RESIDUAL_CODE_COMMIT"
+
+
+class CommitError(ValueError):
+    """:data:`COMMIT_ENV` holds something that is not a commit; the message says how to fix it."""
+
+
+@functools.lru_cache(maxsize=None)
+def code_version() -> tuple[str | None, bool | None]:
+    """(git commit, dirty flag) of this checkout, read once per process. The trainer calls
+    it when a run starts, so a record names the code that was loaded, even if the files
+    change while it trains. ``(None, None)`` outside a git checkout. With :data:`COMMIT_ENV`
+    set, that commit, dirty if the files differ from it, and ``None`` (unknown) for the flag
+    if this checkout's history does not hold it."""
+    claimed = (os.environ.get(COMMIT_ENV) or "").strip().lower()
+    if claimed:
+        if not re.fullmatch(r"[0-9a-f]{40}", claimed):
+            raise CommitError(f"{COMMIT_ENV}={claimed[:50]!r} is not a commit: set it to the 40-hex-digit commit the "
+                              "code came from (git rev-parse HEAD), or unset it")
+        if _git("cat-file", "-e", f"{claimed}^{{commit}}") is None:
+            print(f"residual_lib: {COMMIT_ENV} {claimed[:12]} cannot be checked here (this checkout's history does not "
+                  "hold it): records name it, with their dirty flag unknown", file=sys.stderr)
+            return claimed, None
+        return claimed, bool(_git("diff", "--name-only", claimed))
+    sha = _git("rev-parse", "HEAD")
+    status = _git("status", "--porcelain", "--untracked-files=no") if sha else None
+    return sha, (bool(status) if sha else None)
+
+
+#: The modules whose code decides a run's numbers: what a run is, its corpus and batches, the
+#: model, the step and the trainers, the kernels. A checkpoint names their digest
+#: (:func:`code_digest`), so a run is never continued by other code without saying so.
+RUN_CODE = ("run/architecture.py", "run/batches.py", "run/data.py", "run/isa.py", "run/model.py", "run/profiles.py",
+            "run/runs.py", "run/runtime.py", "training/batched.py", "training/checkpoint.py",
+            "training/diagnostics.py", "training/fused.py", "training/state.py", "training/step.py",
+            "training/train.py")
+
+
+@functools.lru_cache(maxsize=None)
+def code_digest() -> str:
+    """sha256 over :data:`RUN_CODE`'s files, read once per process (the code that was loaded)."""
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for name in RUN_CODE:
+        digest.update(name.encode() + b"\0" + (package / name).read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def provenance(device: str, deterministic: bool) -> dict:
+    """Where and how a run was made, without host names or user names."""
+    sha, dirty = code_version()
+    if device.startswith("cuda") and torch.cuda.is_available():
+        device_name = torch.cuda.get_device_name(torch.device(device))
+    else:
+        device_name = platform.processor() or platform.machine() or "cpu"
+    return {
+        "git_sha": sha,
+        "git_dirty": dirty,
+        "torch_version": torch.__version__,
+        "python_version": platform.python_version(),
+        "device": device,
+        "device_name": device_name,
+        "cpu_threads": torch.get_num_threads(),
+        **kernel_environment(),
+        "deterministic": deterministic,
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "cudnn_benchmark": torch.backends.cudnn.benchmark,
+    }

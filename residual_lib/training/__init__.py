@@ -1,0 +1,4 @@
+"""How a run trains: one optimisation step (:mod:`.step`) over its state (:mod:`.state`), the
+single and fused trainers (:mod:`.train`, :mod:`.fused`, :mod:`.batched`), checkpoints,
+diagnostics and progress, and :func:`.store.obtain` (a run's record, cached or trained).
+Imports only the layers below (core, run, storage)."""

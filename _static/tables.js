@@ -1,5 +1,5 @@
 /* Wide tables on narrow screens (_static/phone.css). Every cell of a book table
-   (residual_lib.tables) gets its column's header as data-label, which the phone layout shows
+   (residual_lib.pages.tables) gets its column's header as data-label, which the phone layout shows
    before the value; a table that does not fit its column is marked book-table-reflow, and on a
    narrow screen its rows become blocks of "header  value" lines instead of a box that scrolls
    sideways. The table, header and cell roles are set explicitly so that a screen reader still

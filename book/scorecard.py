@@ -26,11 +26,11 @@ train_missing = False
 # %% tags=["hide-input"]
 from IPython.display import HTML, Markdown, display
 
+from residual_lib import load_records
 from residual_lib.core.paths import results_folder
 from residual_lib.pages import scorecard
 from residual_lib.pages.book import Prose, glue
 from residual_lib.pages.tables import table as show_table
-from residual_lib.study.frames import load_records
 
 records = load_records(results_folder(results_dir))
 table = scorecard.build(stand_in=profile, records=records)

@@ -42,12 +42,12 @@ train_missing = True
 # %%
 from IPython.display import Markdown
 
+from residual_lib import get_profile
 from residual_lib.pages import plots, scorecard
 from residual_lib.pages.book import glue
 from residual_lib.pages.chapters import mechanism
 from residual_lib.pages.notebook import notebook_records
 from residual_lib.pages.tables import table
-from residual_lib.run.profiles import get_profile
 from residual_lib.study import analysis, paper
 from residual_lib.study.frames import profile_eval_bigram
 

@@ -45,6 +45,7 @@ ladder_seeds = None
 # %%
 from IPython.display import Markdown, display
 
+from residual_lib import load_records
 from residual_lib.core.paths import results_folder
 from residual_lib.pages import plots, scorecard
 from residual_lib.pages.book import Prose, glue
@@ -53,7 +54,6 @@ from residual_lib.pages.notebook import notebook_records
 from residual_lib.pages.tables import table
 from residual_lib.run import profiles
 from residual_lib.study import scaling
-from residual_lib.study.frames import load_records
 
 records = notebook_records("09_scale_ladder", globals(), skip_missing=True)
 display(scorecard.verdict_box(["asymmetry_by_scale"], records))

@@ -84,7 +84,8 @@ scorecard.verdict_box(["ffn_collapse_10m"], records)
 # %%
 rate_runs = escape.rate_runs(runs, profile)
 blind = frames.profile_input_blind_line(profile)
-rates = escapes.escape_rates(rate_runs, (blind, *sections.ESCAPE_THRESHOLDS), confidence=0.95)
+lines = (blind, *sections.ESCAPE_THRESHOLDS)
+rates = escapes.escape_rates(rate_runs, lines, confidence=0.95)
 if len(rate_runs):
     plots.show(
         plots.escape_distances(
@@ -110,13 +111,7 @@ fixed_lines = rates[rates.threshold.isin(sections.ESCAPE_THRESHOLDS)]
 rate_finding = escapes.escape_rate_text(fixed_lines, scorecard.FLOOR_TOL)
 # Markdown on this page, inline HTML where the introduction pastes it
 glue("escape_rate_finding", Prose(rate_finding))
-Markdown(
-    rate_finding
-    + " "
-    + escapes.input_blind_text(rate_runs, blind)
-    + "\n\n"
-    + escapes.after_lines_text(rate_runs, sections.ESCAPE_LINES_FIXED, scorecard.FLOOR_TOL)
-)
+Markdown(escape.rate_sentences(rate_finding, rate_runs, blind))
 
 # %% [markdown]
 # ## Escapes per condition

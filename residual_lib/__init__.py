@@ -1,7 +1,7 @@
 """residual_lib: partial residual ablations in Pre-LN GPT-style transformers.
 
-The model, trainer and run records behind the replication book (the README's module map
-says which module does what): ``obtain([Run("cpu", "attn_only", 1337)])`` returns the path of
+The model, trainer and run records behind the replication book (the README's folder map
+says which folder and module does what): ``obtain([Run("cpu", "attn_only", 1337)])`` returns the path of
 that run's record, training it if it is missing. Command line: ``python -m residual_lib``.
 
 CPU kernels. PyTorch, MKL and oneDNN pick their CPU kernels by the instruction set of the

@@ -1,5 +1,5 @@
 """Chapter 12, the paper's own 10M setting: its plan is the queue of paper-10m runs, its table sets each
-variant beside the paper's value, and its sentences read the records."""
+variant beside the paper's value, and its sentences read the records seed by seed."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from residual_lib.pages import scorecard
 from residual_lib.pages.chapters import ladder
 from residual_lib.pages.chapters import paper_scale as chapter
 from residual_lib.pages.scorecard import preregistration
-from residual_lib.pages.tables import signed
+from residual_lib.run.architecture import CENTRAL_VARIANTS
 from residual_lib.run.profiles import ladder as ladder_rungs
-from residual_lib.run.runs import Run
+from residual_lib.storage.records import read_record
 from residual_lib.study.frames import load_records
 from residual_lib.study.sections import central_sweep, plan
 
@@ -23,9 +23,11 @@ def test_the_plan_is_seed_1337s_four_variants_then_attn_and_ffn_at_two_more_seed
         ("paper-10m", "attn_only", 1337), ("paper-10m", "ffn_only", 1337), ("paper-10m", "full", 1337),
         ("paper-10m", "no_residual", 1337), ("paper-10m", "attn_only", 42), ("paper-10m", "ffn_only", 42),
         ("paper-10m", "attn_only", 123), ("paper-10m", "ffn_only", 123)]
-    # the runs trained by `train --profile paper-10m --variant attn_only --seed 1337` carry the same key
-    assert runs[0].key == Run("paper-10m", "attn_only", 1337).key
+    # the key of the run `train --profile paper-10m --variant attn_only --seed 1337` trains, as its checkpoint names it
+    assert runs[0].key == "4d08d5616d26ec27"
     assert plan("12_paper_scale", "paper-10m", seeds=[1337]) == runs[:4]
+    assert [(r.variant, r.seed) for r in plan("12_paper_scale", "cpu", seeds=[1337, 42], variants=["full"])] == [
+        ("full", 1337)]
     assert {r.profile.name for r in plan("12_paper_scale", "smoke", seeds=[1337, 42])} == {"smoke-paper"}
     assert plan("12_paper_scale", "ladder-3m") == []
 
@@ -36,58 +38,99 @@ def test_the_papers_values_come_from_the_claims_file_and_fulls_is_marked_as_infe
     assert values.loc["ffn_only", "value"] == pytest.approx(3.350)
     assert values.loc["no_residual", "text"] == "3.356"
     assert values.loc["full", "value"] == pytest.approx(3.35 / 2.27)
-    assert values.loc["full", "text"] == "≈ 1.476 (3.35 ÷ 2.27)"
+    assert values.loc["full", "text"] == "≈ 1.48 (3.35 ÷ 2.27)"
+    note = chapter.comparison_note("cpu")
+    assert "from 1.470 to 1.481 given the rounding of its inputs" in note and "gives 1.4697" in note
 
 
-def _frame(**finals) -> pd.DataFrame:
-    return pd.DataFrame({"profile": "paper-10m", "variant": list(finals), "final_val_loss": list(finals.values()),
-                         "best_val_loss": [v - 0.02 for v in finals.values()], "eval_floor": 3.335, "device": "cpu",
-                         "device_name": "x86_64", "precision": "bf16", "seed": 1337})
+def _frame(seeds=(1337,), **finals) -> pd.DataFrame:
+    rows = [{"variant": v, "seed": s, "final_val_loss": x} for v, xs in finals.items()
+            for s, x in zip(seeds, xs if isinstance(xs, (list, tuple)) else [xs])]
+    frame = pd.DataFrame(rows, columns=["variant", "seed", "final_val_loss"])
+    return frame.assign(profile="paper-10m", best_val_loss=frame.final_val_loss - 0.02, eval_floor=3.335,
+                        device="cpu", device_name="x86_64", precision="bf16")
 
 
 def test_the_finding_reads_collapse_recovery_and_fulls_best_from_the_records():
-    text = chapter.finding(_frame(full=1.52, attn_only=1.61, ffn_only=3.333, no_residual=3.34), [],
-                           scorecard.FLOOR_TOL)
+    text = chapter.finding(_frame(full=1.52, attn_only=1.61, ffn_only=3.333, no_residual=3.34), [])
     assert text.startswith("At the paper's own setting (`paper-10m`: 81.9M training tokens, trained here on CPU in "
-                           "bf16), Full at 1.520, AttnOnly at 1.610, FFNOnly at 3.333 and NoResidual at 3.340")
-    assert "FFNOnly stays at the floor (the paper: 3.350)" in text
-    assert "AttnOnly recovers, ending +0.030 from the paper's 1.580" in text
-    assert "Full's best loss is 1.500, +0.030 from nanoGPT's published 1.4697." in text
-    escaped = chapter.finding(_frame(ffn_only=2.9), [Run("paper-10m", "full", 1337)], scorecard.FLOOR_TOL)
-    assert "FFNOnly ends 0.435 below the floor" in escaped and escaped.endswith("1 more run of this setting is still to come.")
-    stuck = chapter.finding(_frame(attn_only=3.33), [], scorecard.FLOOR_TOL)
-    assert "AttnOnly does not recover" in stuck
-    empty = chapter.finding(_frame().head(0), plan("12_paper_scale", "cpu"), scorecard.FLOOR_TOL)
-    assert empty.startswith("No `paper-10m` run is recorded yet: 8 runs of the paper's own setting are training")
+                           "bf16), the runs end with Full at 1.520, AttnOnly at 1.610, FFNOnly at 3.333 and NoResidual "
+                           "at 3.340, against a floor of 3.335.")
+    assert "FFNOnly stays at the floor, as in the paper's collapse at 3.350 ± 0.002 (8 seeds)" in text
+    assert "AttnOnly recovers, ending 0.030 above the paper's 1.580" in text
+    assert text.endswith("Full's best loss is 1.500, 0.030 above nanoGPT's published 1.4697.")
+    empty = chapter.finding(_frame().head(0), plan("12_paper_scale", "cpu"))
+    assert empty == ("No `paper-10m` run is recorded yet: 8 runs of the paper's own setting are planned and not "
+                     "recorded yet.")
+    assert chapter.finding(_frame().head(0), [], None).startswith("No profile runs the paper's setting")
+
+
+def test_a_collapse_or_a_recovery_that_holds_in_some_seeds_only_is_named_seed_by_seed():
+    seeds = (1337, 42, 123)
+    mixed = chapter.finding(_frame(seeds, ffn_only=[3.330, 3.331, 2.5], attn_only=[1.60, 1.61, 3.30]), [])
+    assert ("FFNOnly stays at the floor in 2 of 3 seeds; seed 123 ends 0.835 below it, so the paper's collapse at "
+            "3.350 ± 0.002 (8 seeds) does not hold here") in mixed
+    assert "AttnOnly recovers in 2 of 3 seeds (seed 123 does not come 0.5 nats below the floor)" in mixed
+    above = chapter.finding(_frame(ffn_only=3.40), [])
+    assert "FFNOnly leaves the floor: seed 1337 ends 0.065 above it" in above
+    between = chapter.finding(_frame(attn_only=3.20), [])  # below the floor, short of the recovery margin
+    assert "AttnOnly does not recover: it ends 0.135 below the floor, not the 0.5 nats below it" in between
+    assert [chapter.status(x, 3.335) for x in (3.30, 3.40, 3.0, 2.8)] == ["floor", "above", "between", "recovered"]
 
 
 def test_how_a_run_was_trained_is_read_from_its_provenance():
     cpu = _frame(full=1.5)
     assert scorecard.how_trained(cpu) == "on CPU in bf16"
+    assert scorecard.how_trained(pd.concat([cpu, cpu.assign(device_name="other host")])) == "on CPU in bf16"
     gpu = cpu.assign(device="cuda", device_name="NVIDIA H200")
-    assert scorecard.how_trained(gpu) == "on an NVIDIA H200 in bf16"
-    assert scorecard.how_trained(pd.concat([cpu, gpu])) == "on CPU in bf16 and on an NVIDIA H200 in bf16"
-    sentence = scorecard.profiles_sentence("cpu", cpu)
+    assert scorecard.how_trained(gpu) == "on a GPU (NVIDIA H200) in bf16"
+    assert scorecard.how_trained(pd.concat([cpu, gpu])) == "on CPU in bf16 and on a GPU (NVIDIA H200) in bf16"
+    assert scorecard.how_trained(cpu.assign(precision=float("nan"))) == "on CPU"
+    sentence = scorecard.profiles_sentence("cpu", cpu.assign(on_recipe=True))
     assert sentence.endswith("The `paper-10m` runs shown were trained here on CPU in bf16.")
-    assert "trained here on" not in scorecard.profiles_sentence("cpu", cpu.head(0))
+    assert "trained here on" not in scorecard.profiles_sentence("cpu", cpu.assign(on_recipe=False))
 
 
 def test_the_chapter_reads_the_smoke_records(smoke_results):
     every = load_records(smoke_results)
     records = every[every.profile == "smoke-paper"]
     stand_in = central_sweep(every[every.profile == "smoke"])
-    table = chapter.comparison(records, stand_in).set_index("variant")
-    attn = records[records.variant == "attn_only"].final_val_loss
+    assert {"mixer", "pointwise"} & set(stand_in.variant)  # the stand-in's sweep holds the mixer controls
+    table = chapter.comparison(records, stand_in, "smoke").set_index("variant")
+    attn = records[records.variant == "attn_only"].sort_values("seed", ascending=False)  # 1337 first, then 42
     assert table.loc["AttnOnly", "seeds"] == len(attn) == 2
-    assert table.loc["AttnOnly", "final"] == f"{attn.mean():.3f} ± {attn.std():.3f}"
-    assert table.loc["AttnOnly", "final − the paper"] == signed(attn.mean() - 1.580)
+    assert table.loc["AttnOnly", "final"] == f"{attn.final_val_loss.mean():.3f} ± {attn.final_val_loss.std():.3f}"
+    steps = [read_record(p)["best_step"] for p in attn.path]
+    assert table.loc["AttnOnly", "best at step"] == f"{steps[0]:,} (seed 1337); {steps[1]:,} (seed 42)"
+    assert table.loc["Full", "nanoGPT best"] == "1.4697" and table.loc["AttnOnly", "nanoGPT best"] == "—"
     full = stand_in[stand_in.variant == "full"].final_val_loss
-    assert table.loc["Full", "stand-in"] == f"{full.mean():.3f} ± {full.std():.3f}"
+    assert table.loc["Full", "stand-in (smoke)"] == f"{full.mean():.3f} ± {full.std():.3f} (2 seeds)"
     curves = chapter.mean_curves(records, stand_in)
-    assert set(curves.profile) == {"smoke-paper", "smoke"}
-    last = curves[(curves.profile == "smoke-paper") & (curves.variant == "full")].tokens.max()
-    assert last == 200 * 16 * 32  # steps × batch × context
-    assert set(chapter.layer0(records).variant) == {"Full", "AttnOnly", "FFNOnly", "NoResidual"}
+    assert set(curves.profile) == {"smoke-paper", "smoke"} and set(curves.variant) == set(CENTRAL_VARIANTS)
+    assert curves[curves.profile == "smoke-paper"].tokens.max() == 200 * 16 * 32  # steps × batch × context
+    chapter.curves_figure(curves, records.eval_floor.iloc[0])  # every variant it draws has a colour
+    layer0 = chapter.layer0(records)
+    assert list(layer0.variant) == ["Full", "AttnOnly", "FFNOnly", "NoResidual"]
+    assert list(layer0["from step"]) == [12] * 4 and list(layer0["the paper"]) == ["0.114", "0.000", "0.000", "0.000"]
+    assert chapter.layer0_text(layer0).startswith("From step 12 on, block 0's median gradient norm is ")
+    # a Full that ends 0.05 above its best overfits, from the step its record names
+    worse = records.assign(final_val_loss=records.final_val_loss.where(records.variant != "full",
+                                                                       records.best_val_loss + 0.05))
+    best_step = read_record(records[records.variant == "full"].path.iloc[0])["best_step"]
+    assert chapter.overfit_text(worse).endswith(f"Full overfits: Full's validation loss is lowest at step "
+                                                f"{best_step:,} and rises after it.")
+
+
+def test_the_block_0_and_alpha_sentences_read_their_tables():
+    note = chapter.layer0_note()
+    assert note.startswith("The paper reports block 0's gradient norm at exactly 0.000 from step 300 on")
+    assert "about 0.114 for Full. Step 300 is 6% of the paper's 5,000 steps" in note
+    table = pd.DataFrame({"variant": ["Full", "AttnOnly"], "seeds": [1, 1], "mean": [0.1, 0.42],
+                          "largest head": [0.2, 0.93]})
+    text = chapter.alpha_text(table, 0.02)
+    assert text.startswith("AttnOnly's α_tt averages 0.420 over its layers and heads and reaches 0.930 in its largest")
+    assert "against 0.020 for attention spread evenly" in text and "a head reaches" in text
+    assert "no head reaches" in chapter.alpha_text(table.assign(**{"largest head": [0.2, 0.5]}), 0.02)
 
 
 def test_the_ladder_sets_its_top_rung_beside_the_papers_setting(smoke_results):
@@ -98,13 +141,21 @@ def test_the_ladder_sets_its_top_rung_beside_the_papers_setting(smoke_results):
     assert table.set_index("variant").loc["FFNOnly", "smoke-paper (0.102M tokens)"] == (
         f"{ffn.mean():.3f} ± {ffn.std():.3f} (2 seeds)")
     assert "(1.33 times as many)" in text and "dropout 0 against 0.2 and steps 150 against 200" in text
+    full = [every[(every.profile == p) & (every.variant == "full") & (every.seed.isin([1337, 42]))
+                  & (every.eval_mode == "fixed") & (every.gain == 1)].final_val_loss.mean()
+            for p in ("smoke", "smoke-paper")]
+    assert f"Full ends {abs(full[1] - full[0]):.3f} {'lower' if full[1] < full[0] else 'higher'}" in text
     none, said = ladder.two_budgets(every, ladder_rungs("ladder-3m"), "ladder-3m")  # no paper setting beside it
     assert none.empty and said == ""
 
 
-def test_the_chapters_registration_sentence_counts_the_amendments_instead_of_listing_them():
+def test_the_chapters_registration_sentence_counts_the_amendments_instead_of_listing_them(monkeypatch):
     text = preregistration.statement(pd.DataFrame(), brief=True)
     n = len(preregistration.AMENDMENTS)
     assert f"amended {n} times since, each before any `paper-10m` record existed" in text
     assert preregistration.AMENDMENTS[0].change not in text
     assert preregistration.AMENDMENTS[0].change in preregistration.statement(pd.DataFrame())
+    late = preregistration.AMENDMENTS[-1].__class__("0" * 64, "2026-12-06", "a change", "a reason", True)
+    monkeypatch.setattr(preregistration, "AMENDMENTS", (*preregistration.AMENDMENTS, late))
+    assert f"amended {n + 1} times since, 1 of them after `paper-10m` records existed" in (
+        preregistration.statement(pd.DataFrame(), brief=True))

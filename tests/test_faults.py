@@ -628,7 +628,9 @@ def test_summary_prints_the_floor_the_verdicts_use_and_stops_quietly_at_a_closed
 
 
 def test_another_text_under_tinyshakespeares_name_is_refused_and_a_record_of_one_is_not_a_run(good, tmp_path):
-    text = (ROOT / "residual_lib" / "corpora" / "tinyshakespeare.txt").read_text(encoding="utf-8")
+    from residual_lib.run.data import PACKAGED_SHAKESPEARE
+
+    text = PACKAGED_SHAKESPEARE.read_text(encoding="utf-8")
     lines = text.splitlines(keepends=True)
     (tmp_path / "data" / "tinyshakespeare").mkdir(parents=True)
     (tmp_path / "data" / "tinyshakespeare" / "input.txt").write_text("".join(reversed(lines)), encoding="utf-8")

@@ -83,7 +83,7 @@ class Profile(Architecture):
     eval_interval: int = 100
     eval_iters: int = 20
     log_interval: int = 10
-    eval_noise_repeats: int = 8  # random-batch re-evaluations of the final model (see train.py)
+    eval_noise_repeats: int = 8  # random-batch re-evaluations of the final model (see training/train.py)
 
     def __post_init__(self):
         self._canonical_types()

@@ -146,13 +146,13 @@ PAPER_SCALE_SEEDS = 3
 def _paper_scale(profile, seeds, variants):
     """The paper's 10M setting beside ``profile`` (:data:`residual_lib.run.profiles.PAPER_SCALE`),
     in the order it trains: AttnOnly, FFNOnly, Full and NoResidual at the first seed, then
-    AttnOnly and FFNOnly at the next two; none at a profile without one."""
+    AttnOnly and FFNOnly at the next two (those of ``variants``); none at a profile without one."""
     study = PAPER_SCALE.get(profile)
     if study is None:
         return []
     first, *more = seeds[:PAPER_SCALE_SEEDS]
-    return ([Run(study, v, first) for v in ("attn_only", "ffn_only", "full", "no_residual")]
-            + [Run(study, v, s) for s in more for v in ("attn_only", "ffn_only")])
+    return ([Run(study, v, first) for v in ("attn_only", "ffn_only", "full", "no_residual") if v in variants]
+            + [Run(study, v, s) for s in more for v in ("attn_only", "ffn_only") if v in variants])
 
 
 def escape_condition(profile: str, run_profile: str, gain: float, init_noise: float) -> str:

@@ -171,7 +171,8 @@ def _verify_elsewhere(path: Path, env: dict, progress: bool | None, data_dir: st
         env = {**env, "RESIDUAL_DATA_DIR": str(data_dir)}
     certificate = certificate_path(path)
     certificate.unlink(missing_ok=True)
-    command = [sys.executable, "-m", "residual_lib", "verify", str(path), *([] if progress else ["--quiet"])]
+    # this module as the child's entry point (below), not the command line above every layer
+    command = [sys.executable, "-m", "residual_lib.training.verify", str(path), *([] if progress else ["--quiet"])]
     child = subprocess.run(command, env=env, stdout=None if progress else subprocess.DEVNULL,
                            stderr=subprocess.PIPE, text=True)
     if not certificate.is_file():
@@ -279,3 +280,7 @@ def certificates_text(certificates: pd.DataFrame, runs: pd.DataFrame) -> str:
         said.append(f"Not retrained yet: seed{'s' if len(missing) > 1 else ''} {seeds} "
                     f"(`python -m residual_lib verify <record>` makes the certificate).")
     return " ".join(said)
+
+
+if __name__ == "__main__":  # the child of _verify_elsewhere: python -m residual_lib.training.verify RECORD [--quiet]
+    verify_record(sys.argv[1], progress=False if "--quiet" in sys.argv[2:] else None)

@@ -10,7 +10,8 @@ from scipy import stats
 from ...run.profiles import BOOK_PROFILE, get_profile
 from ...study import analysis, escapes
 from ...study.sections import DROPOUT_CONDITION as DROPOUT
-from ...study.sections import ESCAPE_INIT_NOISE, ESCAPE_PROFILES, ESCAPE_THRESHOLDS, LONG_CONDITION, escape_condition
+from ...study.sections import (ESCAPE_INIT_NOISE, ESCAPE_LINES_FIXED, ESCAPE_PROFILES, ESCAPE_THRESHOLDS, LONG_CONDITION,
+                               escape_condition)
 from ...training import verify
 from .. import scorecard
 from ..tables import folded, listing, missing_runs, scientific, table  # noqa: F401 (missing_runs: the notebook's)
@@ -262,3 +263,10 @@ def runs_table(runs: pd.DataFrame, order: list[str]) -> pd.DataFrame:
                         order=runs.condition.map({c: i for i, c in enumerate(order)}))
     return shown.sort_values(["order", "seed"])[["condition", "seed", "final_val_loss", "below_floor", "escaped",
                                                   "escape_step"]]
+
+
+def rate_sentences(rate_finding: str, rate_runs: pd.DataFrame, blind: float) -> str:
+    """The escape rate's finding (``rate_finding``), what the input-blind line (``blind``) adds,
+    and the runs started after the lines were fixed, as the paragraphs under the rate table."""
+    return (rate_finding + " " + escapes.input_blind_text(rate_runs, blind) + "\n\n"
+            + escapes.after_lines_text(rate_runs, ESCAPE_LINES_FIXED, scorecard.FLOOR_TOL))

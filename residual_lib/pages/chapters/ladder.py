@@ -199,11 +199,12 @@ def two_budgets(every_run: pd.DataFrame, rungs, profile: str) -> tuple[pd.DataFr
                                    + f" ({len(loss)} {plural('seed', len(loss))})") if len(loss) else "—"
         rows.append({"variant": display_name(variant), **cells})
     def shown(v) -> str:
-        return f"{v:,}" if isinstance(v, int) else f"{v:g}"
+        return v if isinstance(v, str) else f"{v:,}" if isinstance(v, int) else f"{v:g}"
 
     differs = [f"{what} {shown(getattr(low, field))} against {shown(getattr(high, field))}" for what, field in
                (("context", "block_size"), ("batch", "batch_size"), ("dropout", "dropout"), ("steps", "max_iters"),
-                ("peak learning rate", "learning_rate")) if getattr(low, field) != getattr(high, field)]
+                ("peak learning rate", "learning_rate"), ("precision", "precision"),
+               ("evaluation batches", "eval_iters")) if getattr(low, field) != getattr(high, field)]
     text = (f"The {scaling.size_text(sides[top].n_params.max()) if len(sides[top]) else top} shape at two budgets: "
             f"`{top}` trains on {low.training_tokens / 1e6:.3g}M tokens, `{paper}` on {high.training_tokens / 1e6:.3g}M"
             f" ({high.training_tokens / low.training_tokens:.3g} times as many). The two recipes also differ in "
@@ -211,4 +212,23 @@ def two_budgets(every_run: pd.DataFrame, rungs, profile: str) -> tuple[pd.DataFr
             "not the tokens alone.")
     if not any(len(p) for p in sides.values()):
         return pd.DataFrame(), "Neither the top rung nor the paper's setting has records yet."
-    return pd.DataFrame(rows), text
+    return pd.DataFrame(rows), text + _budget_reading(sides[top], sides[paper])
+
+
+def _budget_reading(low: pd.DataFrame, high: pd.DataFrame) -> str:
+    """How each variant recorded at both budgets moves from the ladder's (``low``) to the paper's
+    (``high``): at the floor at both, or how much lower or higher it ends."""
+    moved, floor = [], []
+    for variant in CENTRAL_VARIANTS:
+        a, b = (side[side.variant == variant] if len(side) else side for side in (low, high))
+        if not (len(a) and len(b)):
+            continue
+        la, lb = a.final_val_loss.mean(), b.final_val_loss.mean()
+        if all(abs(s.eval_floor.mean() - x) <= scorecard.FLOOR_TOL for s, x in ((a, la), (b, lb))):
+            floor.append(display_name(variant))
+        else:
+            moved.append(f"{display_name(variant)} {abs(lb - la):.3f} {'lower' if lb < la else 'higher'}")
+    said = [f"With the paper's recipe, {moved[0].replace(' ', ' ends ', 1)}", *moved[1:]] if moved else []
+    if floor:
+        said.append(f"{listing(floor)} {'is' if len(floor) == 1 else 'are'} at the floor at both budgets")
+    return (" " + listing(said) + ".") if said else ""

@@ -11,18 +11,19 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from ...run.architecture import CENTRAL_VARIANTS, display_name
 from ...run.profiles import BOOK_PROFILE, PAPER_SCALE, get_profile
+from ...run.runs import PAPER_SEEDS
 from ...storage.records import read_record
 from ...study import analysis, paper
 from .. import scorecard
 from ..plots import PALETTE, WIDTH
-from ..tables import listing, missing_runs, plural, signed  # noqa: F401 (missing_runs: the notebook's)
+from ..tables import listing, missing_runs, number, plural  # noqa: F401 (missing_runs: the notebook's)
 
 #: nanoGPT's published best validation loss for its ``shakespeare_char`` configuration, the Full
 #: model at this setting (nanoGPT's README: "val loss 1.4697", about 3 minutes on one A100). A
 #: reference from another codebase, not the paper's value and not a run of this one.
 NANOGPT_BEST = 1.4697
-
-
+#: How far (nats) a variant's final loss may end above its best before the chapter says it overfits.
+OVERFIT = 0.01
 #: The scorecard's claims this chapter's records decide at the paper's setting.
 CLAIMS = ["asymmetry_10m", "ffn_collapse_10m", "ffn_vs_no_residual", "ratio_10m", "joint_collapse_10m",
           "layer0_starved_attn_only", "layer0_starved_ffn_only", "layer0_starved_no_residual", "layer0_full",
@@ -40,6 +41,8 @@ def profiles(profile: str) -> tuple[str | None, str]:
 def verdict_box(records: pd.DataFrame, study: str | None, stand_in: str, every_run: pd.DataFrame):
     """The scorecard's verdicts at ``study`` on :data:`CLAIMS` (a box, as every chapter opens
     with), or one line where the scorecard has no column for ``study`` (a smoke book's)."""
+    if study is None:
+        return f"`{stand_in}` has no run of the paper's setting beside it."
     if study not in scorecard.profiles_for_scale("10M", stand_in):
         return f"The scorecard judges `paper-10m` only; this book's runs of the setting are at `{study}`."
     scoped = records.copy()
@@ -50,36 +53,53 @@ def verdict_box(records: pd.DataFrame, study: str | None, stand_in: str, every_r
 def recipe(study: str | None) -> str:
     """The paper's setting as ``study`` holds it, in one sentence for the chapter's opening."""
     if study is None:
-        return "No profile runs the paper's setting beside this book's."
+        return "but no profile runs it beside this book's."
     p = get_profile(study)
-    return (f"`{study}`: {p.n_layer} layers, {p.n_head} heads, width {p.n_embd}, context {p.block_size}, batch "
+    text = (f"`{study}`: {p.n_layer} layers, {p.n_head} heads, width {p.n_embd}, context {p.block_size}, batch "
             f"{p.batch_size}, dropout {p.dropout:g}, {p.max_iters:,} steps ({p.training_tokens / 1e6:.3g}M training "
-            f"tokens), learning rate {p.learning_rate:g} decaying to {p.min_lr:g}, in {p.precision}: nanoGPT's "
-            "`shakespeare_char` recipe, which this book reads as the paper's 10M setting (the summary names nanoGPT "
-            "and its 10M scale, not the settings).")
+            f"tokens), learning rate {p.learning_rate:g} decaying to {p.min_lr:g}, in {p.precision}")
+    if study == "paper-10m":
+        return text + (": nanoGPT's `shakespeare_char` recipe, which this book reads as the paper's 10M setting (the "
+                       "summary names nanoGPT and its 10M scale, not the settings).")
+    return text + ": a small stand-in for `paper-10m` with its dropout, so that this chapter's code runs in seconds."
 
 
 def paper_values() -> pd.DataFrame:
     """The paper's 10M value of each central variant as ``paper_claims.csv`` holds it: ``value``,
     and ``text`` as the book quotes it. AttnOnly and FFNOnly are the controlled sweep's means
     (section 6), NoResidual its anchor; the summary gives Full no value, only that the partial
-    variants' 3.35 is 2.27 times it, so Full's is that quotient, marked as inferred."""
+    variants' 3.35 is 2.27 times it in its nanoGPT runs, so Full's is that quotient, marked as
+    inferred and given to two decimals (the rounding of its inputs leaves 1.470 to 1.481)."""
     claims = paper.claims()
 
     def row(claim, variant, quantity="final_val_loss"):
         return claims[(claims.claim == claim) & (claims.variant == variant) & (claims.quantity == quantity)].iloc[0]
 
     out = []
-    for variant, (claim, quantity) in {"attn_only": ("asymmetry_10m", None), "ffn_only": ("asymmetry_10m", None),
-                                       "no_residual": ("ffn_collapse_10m", None)}.items():
+    for variant, claim in (("attn_only", "asymmetry_10m"), ("ffn_only", "asymmetry_10m"),
+                           ("no_residual", "ffn_collapse_10m")):
         r = row(claim, variant)
         text = f"{r.value:.3f}" + (f" ± {r['std']:.3f}" if pd.notna(r["std"]) else "")
         text += f" ({r.seeds})" if str(r.seeds).endswith("seeds") else ""
         out.append({"variant": variant, "value": float(r.value), "text": text})
     partial, ratio = row("joint_collapse_10m", "partial"), row("joint_collapse_10m", "partial", "ratio_to_full")
     full = partial.value / ratio.value
-    out.append({"variant": "full", "value": full, "text": f"≈ {full:.3f} ({partial.value:g} ÷ {ratio.value:g})"})
+    out.append({"variant": "full", "value": full, "text": f"≈ {full:.2f} ({partial.value:g} ÷ {ratio.value:g})"})
     return pd.DataFrame(out).set_index("variant").reindex(CENTRAL_VARIANTS)
+
+
+def comparison_note(stand_in: str) -> str:
+    """What the comparison table sets each variant beside, with the numbers it rests on."""
+    claims = paper.claims()
+    pick = claims[(claims.claim == "joint_collapse_10m") & (claims.variant == "partial")].set_index("quantity").value
+    loss, ratio = float(pick["final_val_loss"]), float(pick["ratio_to_full"])
+    low, high = (loss - 0.005) / (ratio + 0.005), (loss + 0.005) / (ratio - 0.005)
+    return (f"Final and best validation loss on the fixed batches, how many seeds end at the floor, the paper's "
+            f"value, and the stand-in's (`{stand_in}`: its central sweep, mean ± std over seeds). The paper gives "
+            f"Full no value at 10M, only that the partial variants' {loss:g} is {ratio:g} times Full's, in its nanoGPT "
+            f"runs on random validation batches: Full's value here is that quotient, somewhere from {low:.3f} to "
+            f"{high:.3f} given the rounding of its inputs. nanoGPT's README gives {NANOGPT_BEST} as this "
+            "configuration's best validation loss.")
 
 
 def _field(frame: pd.DataFrame, name: str) -> pd.Series:
@@ -87,65 +107,128 @@ def _field(frame: pd.DataFrame, name: str) -> pd.Series:
     return pd.Series([read_record(path)[name] for path in frame.path], index=frame.index, dtype=float)
 
 
-def _mean_text(values: pd.Series) -> str:
-    return f"{values.mean():.3f}" + (f" ± {values.std():.3f}" if len(values) > 1 else "")
+def _mean_text(values: pd.Series, seeds: bool = False) -> str:
+    text = f"{values.mean():.3f}" + (f" ± {values.std():.3f}" if len(values) > 1 else "")
+    return text + (f" ({len(values)} {plural('seed', len(values))})" if seeds else "")
 
 
-def comparison(records: pd.DataFrame, stand_in: pd.DataFrame) -> pd.DataFrame:
-    """One row per central variant with a record: its seeds, final and best validation loss (mean
-    ± std over seeds), the step of the best, the paper's value and the final loss's difference
-    from it, and the stand-in's final loss (``stand_in``: its central sweep)."""
+def _seed_order(frame: pd.DataFrame) -> pd.DataFrame:
+    order = {s: i for i, s in enumerate(PAPER_SEEDS)}
+    return frame.assign(_o=frame.seed.map(lambda s: order.get(s, len(order) + s))).sort_values("_o")
+
+
+def _than(x: float, reference: float) -> str:
+    """``x`` against ``reference`` in words: "0.030 above", "0.012 below" or "equal to"."""
+    if not round(abs(x - reference), 3):
+        return "equal to"
+    return f"{abs(x - reference):.3f} {'above' if x > reference else 'below'}"
+
+
+def status(loss: float, floor: float) -> str:
+    """Where a final loss ends against the floor, by the scorecard's thresholds: ``floor`` (within
+    FLOOR_TOL), ``recovered`` (more than RECOVERY_MARGIN below), ``between``, or ``above``."""
+    gap = floor - loss
+    if abs(gap) <= scorecard.FLOOR_TOL:
+        return "floor"
+    return "recovered" if gap > scorecard.RECOVERY_MARGIN else ("between" if gap > 0 else "above")
+
+
+def comparison(records: pd.DataFrame, stand_in: pd.DataFrame, stand_in_name: str) -> pd.DataFrame:
+    """One row per central variant with a record: seeds, final and best validation loss (mean ±
+    std over seeds), the step of each seed's best, the seeds at the floor, the paper's value and
+    the final loss's distance from it, nanoGPT's best (Full only) and the stand-in's final loss."""
     values, rows = paper_values(), []
     for variant in CENTRAL_VARIANTS:
-        mine = records[records.variant == variant]
+        mine = _seed_order(records[records.variant == variant])
         if not len(mine):
             continue
         theirs = stand_in.loc[stand_in.variant == variant, "final_val_loss"] if len(stand_in) else pd.Series([], dtype=float)
+        steps = _field(mine, "best_step")
+        at_floor = sum(status(x, f) == "floor" for x, f in zip(mine.final_val_loss, mine.eval_floor))
         rows.append({"variant": display_name(variant), "seeds": len(mine), "final": _mean_text(mine.final_val_loss),
                      "best": _mean_text(mine.best_val_loss),
-                     "best at step": listing(f"{int(s):,}" for s in _field(mine.sort_values("seed"), "best_step")),
-                     "the paper": values.loc[variant, "text"],
-                     "final − the paper": signed(mine.final_val_loss.mean() - values.loc[variant, "value"]),
-                     "stand-in": _mean_text(theirs) if len(theirs) else "—"})
-    return pd.DataFrame(rows, columns=["variant", "seeds", "final", "best", "best at step", "the paper",
-                                       "final − the paper", "stand-in"])
+                     "best at step": "; ".join(f"{int(b):,}" + (f" (seed {s})" if len(mine) > 1 else "")
+                                               for s, b in zip(mine.seed, steps)),
+                     "at the floor": f"{at_floor} of {len(mine)}", "the paper": values.loc[variant, "text"],
+                     "final vs the paper": _than(mine.final_val_loss.mean(), values.loc[variant, "value"]),
+                     "nanoGPT best": f"{NANOGPT_BEST}" if variant == "full" else "—",
+                     f"stand-in ({stand_in_name})": _mean_text(theirs, seeds=True) if len(theirs) else "—"})
+    return pd.DataFrame(rows)
 
 
-def finding(records: pd.DataFrame, absent: list, floor_tol: float) -> str:
+def _ffn_sentence(ffn: pd.DataFrame, values: pd.DataFrame) -> str:
+    states = [status(x, f) for x, f in zip(ffn.final_val_loss, ffn.eval_floor)]
+    gaps = ffn.eval_floor - ffn.final_val_loss
+    stated = f"the paper's collapse at {values.loc['ffn_only', 'text']}"
+    if all(s == "floor" for s in states):
+        return f"FFNOnly stays at the floor{' in every seed' if len(ffn) > 1 else ''}, as in {stated}"
+    off = [(int(s), g) for s, g, st in zip(ffn.seed, gaps, states) if st != "floor"]
+    parts = listing(f"seed {s} ends {abs(g):.3f} {'below' if g > 0 else 'above'} it" for s, g in off)
+    kept = len(ffn) - len(off)
+    lead = f"FFNOnly stays at the floor in {kept} of {len(ffn)} seeds; " if kept else "FFNOnly leaves the floor: "
+    return lead + parts + f", so {stated} does not hold here"
+
+
+def _attn_sentence(attn: pd.DataFrame, values: pd.DataFrame) -> str:
+    states = [status(x, f) for x, f in zip(attn.final_val_loss, attn.eval_floor)]
+    paper_value = values.loc["attn_only", "value"]
+    n, mean = len(attn), attn.final_val_loss.mean()
+    if all(s == "recovered" for s in states):
+        every = " in every seed" if n > 1 else ""
+        return f"AttnOnly recovers{every}, ending {_than(mean, paper_value)} the paper's {paper_value:.3f}"
+    stuck = [int(s) for s, st in zip(attn.seed, states) if st != "recovered"]
+    margin = scorecard.RECOVERY_MARGIN
+    if len(stuck) == n:
+        return (f"AttnOnly does not recover: it ends {_than(mean, float(attn.eval_floor.mean()))} the floor, not the "
+                f"{margin:g} nats below it the scorecard asks, where the paper has {paper_value:.3f}")
+    return (f"AttnOnly recovers in {n - len(stuck)} of {n} seeds ({plural('seed', len(stuck))} "
+            f"{listing(stuck)} {'does' if len(stuck) == 1 else 'do'} not come {margin:g} nats below the floor), "
+            f"where the paper reports recovery in every seed at {paper_value:.3f}")
+
+
+def finding(records: pd.DataFrame, absent: list, study: str | None = "paper-10m") -> str:
     """The chapter's outcome in sentences, for its opening and the introduction: where each
-    variant ended at the paper's setting, against the paper's values and the floor."""
+    variant ended at the paper's setting, seed by seed against the floor, and against the paper."""
+    if study is None:
+        return "No profile runs the paper's setting beside this one."
     if not len(records):
-        study = absent[0].profile.name if absent else "paper-10m"
         return (f"No `{study}` run is recorded yet: {len(absent)} {plural('run', len(absent))} of the paper's own "
-                f"setting {'is' if len(absent) == 1 else 'are'} training or queued.")
-    study = get_profile(records.profile.iloc[0])
-    floor, values = float(records.eval_floor.iloc[0]), paper_values()
+                f"setting {'is' if len(absent) == 1 else 'are'} planned and not recorded yet.")
+    p = get_profile(records.profile.iloc[0])
+    values = paper_values()
     means = records.groupby("variant")[["final_val_loss", "best_val_loss"]].mean()
     seeds = records.groupby("variant").size()
-    order = [v for v in CENTRAL_VARIANTS if v in means.index]
     ends = listing(f"{display_name(v)} at {means.loc[v, 'final_val_loss']:.3f}"
-                   + (f" (mean of {seeds[v]} seeds)" if seeds[v] > 1 else "") for v in order)
-    text = (f"At the paper's own setting (`{study.name}`: {study.training_tokens / 1e6:.3g}M training tokens, "
-            f"trained here {scorecard.how_trained(records)}), {ends}, against a floor of {floor:.3f}.")
+                   + (f" (mean of {seeds[v]} seeds)" if seeds[v] > 1 else "") for v in CENTRAL_VARIANTS if v in seeds)
+    text = (f"At the paper's own setting (`{p.name}`: {p.training_tokens / 1e6:.3g}M training tokens, trained here "
+            f"{scorecard.how_trained(records)}), the {plural('run', len(records))} "
+            f"{'ends' if len(records) == 1 else 'end'} with {ends}, against a floor of "
+            f"{float(records.eval_floor.mean()):.3f}.")
     said = []
-    if "ffn_only" in means.index:
-        gap = floor - means.loc["ffn_only", "final_val_loss"]
-        said.append(f"FFNOnly {'stays at the floor' if abs(gap) <= floor_tol else f'ends {gap:.3f} below the floor'}"
-                    f" (the paper: {values.loc['ffn_only', 'value']:.3f})")
-    if "attn_only" in means.index:
-        attn = means.loc["attn_only", "final_val_loss"]
-        said.append(f"AttnOnly {'recovers' if floor - attn > floor_tol else 'does not recover'}, ending "
-                    f"{signed(attn - values.loc['attn_only', 'value'])} from the paper's "
-                    f"{values.loc['attn_only', 'value']:.3f}")
-    if "full" in means.index:
+    if "ffn_only" in seeds:
+        said.append(_ffn_sentence(records[records.variant == "ffn_only"], values))
+    if "attn_only" in seeds:
+        said.append(_attn_sentence(records[records.variant == "attn_only"], values))
+    if "full" in seeds:
         best = means.loc["full", "best_val_loss"]
-        said.append(f"Full's best loss is {best:.3f}, {signed(best - NANOGPT_BEST)} from nanoGPT's published "
-                    f"{NANOGPT_BEST}")
+        said.append(f"Full's best loss is {best:.3f}, {_than(best, NANOGPT_BEST)} nanoGPT's published {NANOGPT_BEST}")
     if said:
         text += " " + "; ".join(said) + "."
     if absent:
-        text += f" {len(absent)} more {plural('run', len(absent))} of this setting {'is' if len(absent) == 1 else 'are'} still to come."
+        text += f" {len(absent)} more {plural('run', len(absent))} of this setting {'is' if len(absent) == 1 else 'are'} planned."
     return text
+
+
+def layer0_note() -> str:
+    """What the block-0 table reads, with the paper's figures and the step it starts from."""
+    claims = paper.claims()
+    stated = claims[claims.quantity == "layer0_grad_norm_from_step_300"].set_index("variant")["value"]
+    start = analysis.LAYER0_FROM * analysis.PAPER_10M_STEPS
+    return (f"The paper reports block 0's gradient norm at exactly {stated['ffn_only']:.3f} from step {start:,.0f} on "
+            f"for every partial variant, and about {stated['full']:.3f} for Full. Step {start:,.0f} is "
+            f"{analysis.LAYER0_FROM:.0%} of the paper's {analysis.PAPER_10M_STEPS:,} steps, so the table reads each "
+            f"run from {analysis.LAYER0_FROM:.0%} of its steps on; a norm below {analysis.LAYER0_ZERO:g} rounds to "
+            f"{0:.3f}.")
 
 
 def layer0(records: pd.DataFrame) -> pd.DataFrame:
@@ -166,6 +249,22 @@ def layer0(records: pd.DataFrame) -> pd.DataFrame:
     return out.rename_axis("variant").reset_index()
 
 
+def layer0_text(table: pd.DataFrame) -> str:
+    """The block-0 table (:func:`layer0`) in a sentence: each variant's median, and how often the
+    partial variants' gradient rounds to the paper's 0.000."""
+    if not len(table):
+        return ""
+    rows = table.set_index("variant")
+    medians = listing(f"{number(rows.loc[v, 'median norm'])} for {v}" for v in rows.index)
+    partial = [v for v in rows.index if v != "Full"]
+    text = f"From step {int(rows['from step'].iloc[0]):,} on, block 0's median gradient norm is {medians}."
+    if partial:
+        shares = listing(f"{rows.loc[v, 'share at 0.000']:.0%}" for v in partial)
+        text += (f" It rounds to 0.000 in {shares} of the logged steps of {listing(partial)}"
+                 ", where the paper reports 0.000 throughout.")
+    return text
+
+
 #: The α tables' headers (a header's underscores are otherwise read as spaces).
 ALPHA_HEADERS = {"mean": "mean α_tt"}
 
@@ -182,33 +281,25 @@ def alpha(records: pd.DataFrame) -> pd.DataFrame:
     return out.rename_axis("variant").reset_index()
 
 
-def curves_figure(curves: pd.DataFrame, floor: float) -> plt.Figure:
-    """Validation loss against training tokens (log scale), one colour per variant, the paper's
-    setting solid and the stand-in dashed (``curves``: columns profile, variant, tokens, loss,
-    means over seeds); the floor dotted. One axis: the two budgets differ twentyfold."""
-    fig, ax = plt.subplots(figsize=(WIDTH, 4.2))
-    profiles = list(dict.fromkeys(curves.profile))
-    for (profile, variant), part in curves.groupby(["profile", "variant"], sort=False):
-        ax.plot(part.tokens / 1e6, part.loss, color=PALETTE[variant], lw=1.8 if profile == profiles[0] else 1.2,
-                ls="-" if profile == profiles[0] else "--")
-    ax.axhline(floor, color="black", ls=":", lw=1)
-    ax.set_xscale("log")
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
-    ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set(xlabel="training tokens (millions, log scale)", ylabel="validation loss (nats)")
-    variants = [v for v in CENTRAL_VARIANTS if v in set(curves.variant)]
-    handles = [plt.Line2D([], [], color=PALETTE[v], lw=2) for v in variants]
-    handles += [plt.Line2D([], [], color="#333333", ls=ls) for ls in ("-", "--")[:len(profiles)]]
-    labels = [display_name(v) for v in variants] + profiles
-    ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
-    fig.tight_layout()
-    return fig
+def alpha_text(table: pd.DataFrame, uniform: float) -> str:
+    """AttnOnly's α_tt (the :func:`alpha` table) against uniform attention and the line the
+    scorecard counts as ≈ 1."""
+    rows = table.set_index("variant")
+    if "AttnOnly" not in rows.index:
+        return f"Attention spread evenly over the causal window would give α_tt = {uniform:.3f}."
+    mean, top, line = rows.loc["AttnOnly", "mean"], rows.loc["AttnOnly", "largest head"], scorecard.ALPHA_NEAR_ONE
+    return (f"AttnOnly's α_tt averages {mean:.3f} over its layers and heads and reaches {top:.3f} in its largest "
+            f"head, against {uniform:.3f} for attention spread evenly over the causal window and the {line:g} the "
+            f"scorecard counts as ≈ 1: {'a head reaches' if top >= line else 'no head reaches'} the paper's proposed "
+            "self-routing.")
 
 
 def mean_curves(records: pd.DataFrame, stand_in: pd.DataFrame) -> pd.DataFrame:
-    """The validation curves of ``records`` (the paper's setting) and ``stand_in`` as means over
-    seeds per profile, variant and step, with the training tokens seen at each step."""
+    """The validation curves of the central variants of ``records`` (the paper's setting) and
+    ``stand_in`` as means over seeds per profile, variant and step, with the training tokens seen
+    at each step (the stand-in's mixer controls left out)."""
     frame = pd.concat([records, stand_in], ignore_index=True)
+    frame = frame[frame.variant.isin(CENTRAL_VARIANTS)]
     curves = analysis.curves(frame, "val")
     per_step = (_field(frame, "tokens") / frame.steps).groupby(frame.profile).first()
     out = curves.groupby(["profile", "variant", "step"], sort=False)["loss"].mean().reset_index()
@@ -216,17 +307,45 @@ def mean_curves(records: pd.DataFrame, stand_in: pd.DataFrame) -> pd.DataFrame:
     return out[out.tokens > 0]
 
 
+def curves_figure(curves: pd.DataFrame, floor: float) -> plt.Figure:
+    """Validation loss against training tokens (log scale), one colour per variant, the paper's
+    setting solid and the stand-in dashed (``curves``: :func:`mean_curves`); the floor dotted."""
+    fig, ax = plt.subplots(figsize=(WIDTH, 4.2))
+    shown = list(dict.fromkeys(curves.profile))
+    for (profile, variant), part in curves.groupby(["profile", "variant"], sort=False):
+        first = profile == shown[0]
+        ax.plot(part.tokens / 1e6, part.loss, color=PALETTE[variant], lw=1.8 if first else 1.2, ls="-" if first else "--")
+    ax.axhline(floor, color="black", ls=":", lw=1)
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set(xlabel="training tokens (millions, log scale)", ylabel="validation loss (nats)")
+    variants = [v for v in CENTRAL_VARIANTS if v in set(curves.variant)]
+    handles = [plt.Line2D([], [], color=PALETTE[v], lw=2) for v in variants]
+    handles += [plt.Line2D([], [], color="#333333", ls=ls) for ls in ("-", "--")[:len(shown)]]
+    ax.legend(handles, [display_name(v) for v in variants] + shown, loc="upper center", bbox_to_anchor=(0.5, -0.2),
+              ncol=3, frameon=False)
+    fig.tight_layout()
+    return fig
+
+
 def overfit_text(records: pd.DataFrame) -> str:
-    """How far each variant's final loss ends above its best: the model overfits where it does."""
+    """How far each variant's final loss ends above its best, and which of the variants that
+    learned (ended below the floor) overfit by more than :data:`OVERFIT` nats."""
     gaps = (records.final_val_loss - records.best_val_loss).groupby(records.variant).mean()
     parts = [f"{display_name(v)} {gaps[v]:.3f}" for v in CENTRAL_VARIANTS if v in gaps.index]
     if not parts:
         return ""
-    worst = gaps.idxmax()
-    return (f"The final loss lies above the best by {listing(parts)} nats: "
-            + (f"{display_name(worst)} overfits most, its validation loss rising after step "
-               f"{int(_field(records[records.variant == worst], 'best_step').min()):,}." if gaps.max() > 0.005 else
-               "no variant overfits by more than 0.005 nats at this budget."))
+    learned = records[[status(x, f) not in ("floor", "above") for x, f in zip(records.final_val_loss,
+                                                                              records.eval_floor)]]
+    over = gaps[gaps.index.isin(learned.variant) & (gaps > OVERFIT)]
+    text = f"The final loss lies above the best by {listing(parts)} nats. "
+    if not len(over):
+        return text + f"No variant that learned overfits by more than {OVERFIT:g} nats at this budget."
+    worst = over.idxmax()
+    step = int(_field(records[records.variant == worst], "best_step").min())
+    return text + (f"{listing(display_name(v) for v in over.index)} {'overfits' if len(over) == 1 else 'overfit'}: "
+                   f"{display_name(worst)}'s validation loss is lowest at step {step:,} and rises after it.")
 
 
 def uniform_alpha(records: pd.DataFrame) -> float:
@@ -239,3 +358,9 @@ CURVES_CAPTION = ("Validation loss on the fixed batches against training tokens 
                   "paper's setting solid, the stand-in dashed; dotted, the floor of the paper setting's batches.")
 CURVES_ALT = ("Line chart of validation loss in nats against training tokens in millions on a log axis, one colour per"
               " variant, solid lines for the paper's setting and dashed ones for the stand-in, with a dotted floor.")
+
+
+def nothing_missing(study: str | None) -> str:
+    """The line under "Runs not recorded yet" when none is missing."""
+    return ("None: every run of the paper's setting is recorded." if study else
+            "None planned: no profile runs the paper's setting beside this one.")

@@ -73,11 +73,12 @@ def legend() -> str:
 
 def how_trained(records: pd.DataFrame) -> str:
     """Where and in what precision ``records`` were trained, from their provenance: "on CPU in
-    bf16", "on an NVIDIA H200 in bf16", or each way, joined, where they differ."""
+    bf16", "on a GPU (NVIDIA H200) in bf16", or each way once, joined, where they differ."""
     ways = []
     for (device, name, precision), _ in records.groupby(["device", "device_name", "precision"], dropna=False):
-        where = "CPU" if str(device) == "cpu" else (f"an {name}" if isinstance(name, str) and name else "a GPU")
-        ways.append(f"on {where} in {precision}")
+        where = "CPU" if str(device) == "cpu" else (f"a GPU ({name})" if isinstance(name, str) and name else "a GPU")
+        way = f"on {where}" + (f" in {precision}" if isinstance(precision, str) and precision else "")
+        ways += [way] if way not in ways else []
     return listing(ways) if ways else ""
 
 
@@ -92,6 +93,7 @@ def profiles_sentence(stand_in: str = BOOK_PROFILE, records: pd.DataFrame | None
     text += ", and `paper-10m` and `paper-124m` are the paper's 10M and 124M settings."
     for paper in ("paper-10m", "paper-124m"):
         own = records[records.profile == paper] if records is not None and len(records) else ()
+        own = own[own.on_recipe.astype(bool)] if len(own) and "on_recipe" in own else own
         if len(own):
             text += f" The `{paper}` runs shown were trained here {how_trained(own)}."
     return text

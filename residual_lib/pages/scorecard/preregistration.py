@@ -33,7 +33,9 @@ FILES = (
     "study/sections.py", "study/frames.py", "study/gains.py",
 )
 #: The digest registered in the pre-registration commit, over the files :data:`FILES` held then
-#: (the first eleven: gains.py joined later, by an amendment).
+#: (the first eleven: gains.py joined later, by an amendment), under the paths they had then:
+#: ``scorecard/rule.py``, ``paper.py``, ... without the layer folders. The first seven amendments'
+#: digests use those paths too; from the eighth (the move into folders) on, the paths of FILES.
 REGISTERED_DIGEST = "7913eb25a25c072124b244f5ae7caefa518e02eeecd1e26aaf6447310990e461"
 REGISTERED_FILES = 11
 
@@ -101,6 +103,10 @@ AMENDMENTS: tuple[Amendment, ...] = (
               "and study/; their imports, and the module paths their docstrings and messages name, follow them. No "
               "other line changed",
               "a package whose folders show its layers", records_existed=False),
+    Amendment("1b3e6fea98f9b1e5aebe7f6c69e09b2a4602015e3ec6b3551154c29b0078b61d", "2026-12-05",
+              "chapter 12's plan keeps to the variants it is asked for; no rule, threshold or selection changed",
+              "a sweep asked for one variant would have queued the paper setting's others, hours each",
+              records_existed=False),
 )
 
 

@@ -43,7 +43,7 @@ from ..core.paths import results_folder
 from ..run.isa import CPU_ISA, ISA_ENV
 from ..run.profiles import BOOK_PROFILE
 from ..run.runs import Run, RunError
-from ..run.runtime import amx_available, machine_isa, resolve_device
+from ..run.runtime import amx_available, isa_mode, machine_isa, resolve_device
 from ..storage.records import RecordError, digest, read_record, seal, write_record
 from .store import obtain
 
@@ -283,4 +283,5 @@ def certificates_text(certificates: pd.DataFrame, runs: pd.DataFrame) -> str:
 
 
 if __name__ == "__main__":  # the child of _verify_elsewhere: python -m residual_lib.training.verify RECORD [--quiet]
+    isa_mode()  # a kernel mode the child cannot take stops it before it trains, as the command line does
     verify_record(sys.argv[1], progress=False if "--quiet" in sys.argv[2:] else None)

@@ -60,8 +60,8 @@ def test_the_finding_reads_collapse_recovery_and_fulls_best_from_the_records():
     assert "AttnOnly recovers, ending 0.030 above the paper's 1.580" in text
     assert text.endswith("Full's best loss is 1.500, 0.030 above nanoGPT's published 1.4697.")
     empty = chapter.finding(_frame().head(0), plan("12_paper_scale", "cpu"))
-    assert empty == ("No `paper-10m` run is recorded yet: 8 runs of the paper's own setting are planned and not "
-                     "recorded yet.")
+    assert empty == ("No `paper-10m` run is recorded yet: the 8 runs of the paper's own setting this chapter plans "
+                     "are still to come.")
     assert chapter.finding(_frame().head(0), [], None).startswith("No profile runs the paper's setting")
 
 

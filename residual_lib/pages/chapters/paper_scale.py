@@ -192,8 +192,9 @@ def finding(records: pd.DataFrame, absent: list, study: str | None = "paper-10m"
     if study is None:
         return "No profile runs the paper's setting beside this one."
     if not len(records):
-        return (f"No `{study}` run is recorded yet: {len(absent)} {plural('run', len(absent))} of the paper's own "
-                f"setting {'is' if len(absent) == 1 else 'are'} planned and not recorded yet.")
+        planned = f"the {len(absent)} runs" if len(absent) > 1 else "the run"
+        return (f"No `{study}` run is recorded yet: {planned} of the paper's own setting this chapter plans "
+                f"{'are' if len(absent) > 1 else 'is'} still to come.")
     p = get_profile(records.profile.iloc[0])
     values = paper_values()
     means = records.groupby("variant")[["final_val_loss", "best_val_loss"]].mean()

@@ -24,7 +24,6 @@ import argparse
 import json
 import logging
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +35,7 @@ from .commands.devicecheck import CHECKS, plan_from_report, run_checks, write_re
 from .commands.sweep import sweep
 from .core.files import NotWritableError, check_writable
 from .core.paths import results_folder
+from .core.stop import check, sigterm_stops
 from .core.text import plural
 from .pages.book import build
 from .pages.execute import all_notebooks
@@ -370,17 +370,15 @@ def _verify(args) -> int:
     return 1 if differ else 0
 
 
-def _terminate(signum, frame):
-    raise KeyboardInterrupt  # SIGTERM (timeout, schedulers) stops as cleanly as Ctrl-C
-
-
 def main(argv: list[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
-    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        isa_mode()  # a misspelt RESIDUAL_CPU_ISA stops every command before it does anything
-        return {"train": _train, "sweep": _sweep, "bench": _bench, "book": _book, "summary": _summary,
-                "device-check": _device_check, "verify": _verify}[args.command](args)
+        with sigterm_stops():
+            isa_mode()  # a misspelt RESIDUAL_CPU_ISA stops every command before it does anything
+            code = {"train": _train, "sweep": _sweep, "bench": _bench, "book": _book, "summary": _summary,
+                    "device-check": _device_check, "verify": _verify}[args.command](args)
+            check()  # a SIGTERM that a finaliser swallowed still counts
+            return code
     except (RunError, ProfileError, DataError, RecordError, NotWritableError, CommitError) as exc:
         print(f"python -m residual_lib: error: {exc}", file=sys.stderr)
         return 2
@@ -392,8 +390,6 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("asyncio").setLevel(logging.CRITICAL)  # a notebook's abandoned tasks: not news
         print("python -m residual_lib: interrupted; finished records are kept, rerun to continue", file=sys.stderr)
         return 130
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

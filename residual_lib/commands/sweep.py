@@ -40,6 +40,7 @@ from pathlib import Path
 import torch
 
 from ..core.paths import results_folder
+from ..core.stop import check
 from ..pages.execute import execute_notebook
 from ..run.runs import PAPER_SEEDS, Run, fuse_groups
 from ..storage.locks import OURS, RECORDED, claim, clean_stale_files, release_claim
@@ -207,6 +208,7 @@ def train_runs(
     interrupted, checked = False, 0.0
     try:
         while pending or running or elsewhere:
+            check()  # a SIGTERM swallowed by a finaliser still stops the sweep
             while pending and len(running) < jobs:
                 group, mine = pending.pop(0), []
                 for spec in group:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from ..core.stop import check
 from ..run.data import load_corpus
 from ..run.runs import Run, RunError
 from ..run.runtime import cpu_threads, determinism, resolve_device
@@ -133,6 +134,7 @@ def train_group(
             return all(state.diverged_at is not None for state in states)
 
         for step in range(first, profile.max_iters):
+            check()  # a stop asked for is honoured at the next step, even one a finaliser swallowed
             if step % profile.eval_interval == 0:
                 evaluate(step)
             if all_diverged():

@@ -162,6 +162,13 @@ def folded(styler, summary: str):
     return HTML(f'<details class="book-fold"><summary>{html.escape(summary)}</summary>{styler.to_html()}</details>')
 
 
+def mean_std(values: pd.Series, seeds: bool = False) -> str:
+    """``values`` as "mean ± std" (the std only when there are several), with ``seeds`` also
+    "(n seeds)": how a table cell quotes a loss over seeds."""
+    text = f"{values.mean():.3f}" + (f" ± {values.std():.3f}" if len(values) > 1 else "")
+    return text + (f" ({len(values)} {plural('seed', len(values))})" if seeds else "")
+
+
 def missing_runs(absent: list) -> pd.DataFrame:
     """Runs a page would show that have no record yet (``records.attrs["missing"]``), one per row."""
     return pd.DataFrame({"run": [run.label() for run in absent]})

@@ -11,7 +11,7 @@ from ...study import scaling
 from ...study.frames import usable
 from ...study.sections import controlled
 from .. import scorecard
-from ..tables import listing, missing_runs, plural, signed  # noqa: F401 (missing_runs: the notebook's)
+from ..tables import listing, mean_std, missing_runs, plural, signed  # noqa: F401 (missing_runs: the notebook's)
 
 #: The profile whose training budget the ladder's is compared with: the paper's 10M run as this project reads it.
 PAPER = "paper-10m"
@@ -195,8 +195,7 @@ def two_budgets(every_run: pd.DataFrame, rungs, profile: str) -> tuple[pd.DataFr
         cells = {}
         for name, part in sides.items():
             loss = part.loc[part.variant == variant, "final_val_loss"] if len(part) else pd.Series([], dtype=float)
-            cells[labels[name]] = (f"{loss.mean():.3f}" + (f" ± {loss.std():.3f}" if len(loss) > 1 else "")
-                                   + f" ({len(loss)} {plural('seed', len(loss))})") if len(loss) else "—"
+            cells[labels[name]] = mean_std(loss, seeds=True) if len(loss) else "—"
         rows.append({"variant": display_name(variant), **cells})
     def shown(v) -> str:
         return v if isinstance(v, str) else f"{v:,}" if isinstance(v, int) else f"{v:g}"

@@ -16,7 +16,7 @@ from ...storage.records import read_record
 from ...study import analysis, paper
 from .. import scorecard
 from ..plots import PALETTE, WIDTH
-from ..tables import listing, missing_runs, number, plural  # noqa: F401 (missing_runs: the notebook's)
+from ..tables import listing, mean_std, missing_runs, number, plural  # noqa: F401 (missing_runs: the notebook's)
 
 #: nanoGPT's published best validation loss for its ``shakespeare_char`` configuration, the Full
 #: model at this setting (nanoGPT's README: "val loss 1.4697", about 3 minutes on one A100). A
@@ -107,11 +107,6 @@ def _field(frame: pd.DataFrame, name: str) -> pd.Series:
     return pd.Series([read_record(path)[name] for path in frame.path], index=frame.index, dtype=float)
 
 
-def _mean_text(values: pd.Series, seeds: bool = False) -> str:
-    text = f"{values.mean():.3f}" + (f" ± {values.std():.3f}" if len(values) > 1 else "")
-    return text + (f" ({len(values)} {plural('seed', len(values))})" if seeds else "")
-
-
 def _seed_order(frame: pd.DataFrame) -> pd.DataFrame:
     order = {s: i for i, s in enumerate(PAPER_SEEDS)}
     return frame.assign(_o=frame.seed.map(lambda s: order.get(s, len(order) + s))).sort_values("_o")
@@ -145,14 +140,14 @@ def comparison(records: pd.DataFrame, stand_in: pd.DataFrame, stand_in_name: str
         theirs = stand_in.loc[stand_in.variant == variant, "final_val_loss"] if len(stand_in) else pd.Series([], dtype=float)
         steps = _field(mine, "best_step")
         at_floor = sum(status(x, f) == "floor" for x, f in zip(mine.final_val_loss, mine.eval_floor))
-        rows.append({"variant": display_name(variant), "seeds": len(mine), "final": _mean_text(mine.final_val_loss),
-                     "best": _mean_text(mine.best_val_loss),
+        rows.append({"variant": display_name(variant), "seeds": len(mine), "final": mean_std(mine.final_val_loss),
+                     "best": mean_std(mine.best_val_loss),
                      "best at step": "; ".join(f"{int(b):,}" + (f" (seed {s})" if len(mine) > 1 else "")
                                                for s, b in zip(mine.seed, steps)),
                      "at the floor": f"{at_floor} of {len(mine)}", "the paper": values.loc[variant, "text"],
                      "final vs the paper": _than(mine.final_val_loss.mean(), values.loc[variant, "value"]),
                      "nanoGPT best": f"{NANOGPT_BEST}" if variant == "full" else "—",
-                     f"stand-in ({stand_in_name})": _mean_text(theirs, seeds=True) if len(theirs) else "—"})
+                     f"stand-in ({stand_in_name})": mean_std(theirs, seeds=True) if len(theirs) else "—"})
     return pd.DataFrame(rows)
 
 

@@ -43,6 +43,9 @@ def test_the_decision_is_provisional_until_every_seed_is_recorded():
     assert text.startswith("1 of 1 FFNOnly seed leaves the floor (1 of them ending below the bigram reference), 0 end")
     assert text.endswith("With 1 of the 16 seeds recorded, the rule cannot decide yet: *speed* and *structural* are"
                          " still reachable with the other 15.")
+    two = chapter.decision_text(budget.decide(_times([8750, None])), 16)  # each verb agrees with its count
+    assert two.startswith("1 of 2 FFNOnly seeds leaves the floor (1 of them ending below the bigram reference), "
+                          "1 ends within the line, and 0 leave the floor after step 15,000.")
     three = budget.decide(_times([4000] * 4))  # four escapes: 13 within the line is out of reach
     assert chapter.decision_text(three, 16).endswith("*speed* is still reachable with the other 12.")
     early = budget.decide(_times([4000] * 9))
@@ -67,5 +70,21 @@ def test_progress_counts_the_recorded_and_the_missing_runs():
     absent = [Run("cpu-budget", "ffn_only", 42), Run("cpu-budget", "no_residual", 1337)]
     text = chapter.progress_text(records, absent)
     assert text.startswith("Recorded so far: 1 of 2 FFNOnly seeds and 1 of 2 anchor runs (AttnOnly and NoResidual).")
-    assert "2 runs are still training or queued" in text
-    assert "still training" not in chapter.progress_text(records, [])
+    assert "2 runs are still to come" in text
+    assert "still to come" not in chapter.progress_text(records, [])
+
+
+def test_the_budget_figures_label_twenty_thousand_steps_without_labels_running_together():
+    from residual_lib.pages import plots
+
+    km = pd.DataFrame({"step": [0, 8_750], "on_floor": [1.0, 0.5]})
+    curve = pd.DataFrame({"variant": "ffn_only", "key": "k", "step": range(0, 20_001, 250),
+                          "loss": 3.3})
+    for fig in (plots.survival(km, 20_000, 15_000, 0.8), plots.budget_curves(curve, 3.335, 0.1, 2.48)):
+        ax = fig.axes[0]
+        fig.canvas.draw()
+        labels = [t for t in ax.get_xticklabels() if t.get_text() and t.get_visible()]
+        boxes = [t.get_window_extent() for t in labels]
+        assert len(labels) >= 3 and "20,000" in [t.get_text() for t in labels]
+        assert all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:])), [t.get_text() for t in labels]
+        plots.plt.close(fig)

@@ -106,6 +106,15 @@ def block_variants() -> plt.Figure:
     return fig
 
 
+def _steps_axis(ax) -> None:
+    """At most six ticks on a training-step axis, with thousands separated (20,000), so that
+    labels of five digits do not run into each other at the page's width."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
+
+
 def loss_curves(curve: pd.DataFrame, value: str = "loss", floor: float | None = None, title: str = "",
                 ylabel: str = "validation loss (nats)") -> plt.Figure:
     """Loss against step per variant; with several seeds, the mean and a band of +- 1 std."""
@@ -336,6 +345,7 @@ def budget_curves(curve: pd.DataFrame, floor: float, line: float, bigram: float)
                 plt.Line2D([], [], color="black", ls="-.", label="bigram")]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.set(xlabel="training step", ylabel="val loss (nats)", title="Ten times the budget")
+    _steps_axis(ax)
     ax.set_ylim(min(curve["loss"].min(), bigram) - 0.1, floor + 0.4)
     fig.tight_layout()
     return fig
@@ -353,5 +363,6 @@ def survival(km: pd.DataFrame, steps: int, flat_after: int, stay: float) -> plt.
     ax.axhline(stay, color="black", ls="--", lw=1)
     ax.set(xlabel="training step", ylabel="share still on the floor", ylim=(-0.02, 1.05), xlim=(0, steps),
            title="FFNOnly's time on the floor (Kaplan–Meier)")
+    _steps_axis(ax)
     fig.tight_layout()
     return fig

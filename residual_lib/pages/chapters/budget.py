@@ -92,8 +92,8 @@ def progress_text(records: pd.DataFrame, absent: list) -> str:
     text = (f"Recorded so far: {ffn} and {anchors} of {planned['attn_only'] + planned['no_residual']} anchor runs"
             f" (AttnOnly and NoResidual).")
     if absent:
-        text += (f" {len(absent)} {plural('run', len(absent))} {'is' if len(absent) == 1 else 'are'} still training or"
-                 " queued (listed at the end of the page); every number below is read from the runs recorded.")
+        text += (f" {len(absent)} {plural('run', len(absent))} {'is' if len(absent) == 1 else 'are'} still to come"
+                 " (listed at the end of the page); every number below is read from the runs recorded.")
     return text
 
 
@@ -103,10 +103,13 @@ def decision_text(decision: dict, planned: int) -> str:
     n = decision["runs"]
     if not n:
         return "No FFNOnly run of the study is recorded yet, so the rule has nothing to read."
-    counts = (f"{decision['escaped']} of {n} FFNOnly {plural('seed', n)} {'leaves' if n == 1 else 'leave'} the floor "
-              f"({decision['escaped_below_bigram']} of them ending below the bigram reference), {decision['within_line']} "
-              f"end within the line, and {decision['late_escapes']} {'leaves' if decision['late_escapes'] == 1 else 'leave'} "
-              f"the floor after step {budget.FLAT_AFTER:,}.")
+    def verb(count: int, one: str, many: str) -> str:  # "1 of 2 seeds leaves", "0 leave"
+        return f"{count} {one if count == 1 else many}"
+
+    counts = (f"{decision['escaped']} of {n} FFNOnly {plural('seed', n)} "
+              f"{'leaves' if decision['escaped'] == 1 else 'leave'} the floor ({decision['escaped_below_bigram']} of "
+              f"them ending below the bigram reference), {verb(decision['within_line'], 'ends', 'end')} within the "
+              f"line, and {verb(decision['late_escapes'], 'leaves', 'leave')} the floor after step {budget.FLAT_AFTER:,}.")
     reading = READINGS[decision["outcome"]]
     if n < planned:
         left = planned - n

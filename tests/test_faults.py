@@ -288,23 +288,73 @@ def test_a_sigterm_that_a_finaliser_swallows_still_stops_the_command(monkeypatch
         return 0
 
     monkeypatch.setattr(cli, "_summary", command)
+    before = signal.getsignal(signal.SIGTERM)
     assert cli.main(["summary"]) == 130
     assert reached == [True]  # the command ran to its end: only the remembered request stopped it
     assert "interrupted; finished records are kept" in capsys.readouterr().err
-    assert signal.getsignal(signal.SIGTERM) is not stop._terminate and not stop.requested()
+    assert signal.getsignal(signal.SIGTERM) == before and not stop.requested()
+
+
+def test_a_sigterm_inside_the_pools_own_start_up_stops_the_sweep_cleanly(tmp_path, monkeypatch):
+    """An interrupt raised between the pool creating its manager thread and starting it left
+    the pool unable to shut down ("cannot join thread before it is started", exit 1, claims
+    left behind). The sweep records the stop there and raises it at its own check."""
+    import concurrent.futures.process as cfp
+
+    from residual_lib.core import stop
+
+    original = cfp._ExecutorManagerThread.start
+
+    def start(self):
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(10_000):  # where the handler ran, and raised, before the pool was deferred to
+            pass
+        return original(self)
+
+    monkeypatch.setattr(cfp._ExecutorManagerThread, "start", start)
+    run = Run(get_profile("smoke", max_iters=20, eval_interval=10), "full", 3)
+    with stop.sigterm_stops(), pytest.raises(KeyboardInterrupt):
+        train_runs([run], tmp_path, jobs=1, progress=False)
+    assert not list(tmp_path.rglob(".*.claim")) and not list(tmp_path.rglob("*.json"))
+
+
+def test_a_deferred_stop_is_raised_once_and_a_second_signal_at_once():
+    from residual_lib.core import stop
+
+    reached = []
+    with pytest.raises(KeyboardInterrupt):
+        with stop.deferred():
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C: recorded, not raised here
+            for _ in range(10_000):
+                pass
+            reached.append(stop.requested())
+    assert reached == [True]  # raised as the block ended
+    assert not stop.requested()  # outside a command the stop is spent, so the next sweep runs
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with pytest.raises(KeyboardInterrupt), stop.deferred():
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(10_000):
+            pass
+        os.kill(os.getpid(), signal.SIGINT)  # a second one breaks a stuck shutdown
+        for _ in range(10_000):
+            pass
+        reached.append("not reached")
+    assert reached == [True]
 
 
 def test_a_stop_asked_for_is_honoured_by_the_sweep_and_the_trainer(tmp_path, monkeypatch):
     from residual_lib.core import stop
     from residual_lib.training.train import train
 
-    monkeypatch.setattr(stop, "_requested", True)
     run = Run(get_profile("smoke", max_iters=20, eval_interval=10), "full", 3)
-    with pytest.raises(KeyboardInterrupt):
-        train_runs([run], tmp_path, jobs=1, progress=False)
-    assert not list(tmp_path.rglob("*.json")) and not list(tmp_path.rglob(".*.claim"))
-    with pytest.raises(KeyboardInterrupt):
-        train(run)
+    with stop.sigterm_stops():  # as in a command: a request stays until the command ends
+        monkeypatch.setattr(stop, "_requested", True)
+        with pytest.raises(KeyboardInterrupt):
+            train_runs([run], tmp_path, jobs=1, progress=False)
+        assert not list(tmp_path.rglob("*.json")) and not list(tmp_path.rglob(".*.claim"))
+        with pytest.raises(KeyboardInterrupt):
+            train(run)
+    assert not stop.requested()
 
 
 def test_two_sweeps_on_one_folder_split_the_work(tmp_path):

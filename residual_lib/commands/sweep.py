@@ -40,7 +40,7 @@ from pathlib import Path
 import torch
 
 from ..core.paths import results_folder
-from ..core.stop import check
+from ..core.stop import check, deferred
 from ..pages.execute import execute_notebook
 from ..run.runs import PAPER_SEEDS, Run, fuse_groups
 from ..storage.locks import OURS, RECORDED, claim, clean_stale_files, release_claim
@@ -180,90 +180,95 @@ def train_runs(
     if jobs is None:
         jobs = min(default_jobs, len(groups))
     threads = threads or max(1, (os.cpu_count() or 1) // jobs)
-    if executor == "local":
-        backend = _LocalPool(jobs)
-    elif executor == "submitit":
-        backend = _Submitit(results / specs[0].profile.name / "submitit", threads, device, cluster)
-    else:
-        raise ValueError(f"unknown executor {executor!r}: choose local or submitit")
+    # SIGTERM and Ctrl-C are recorded while the pool runs and raised at the loop's check(): an
+    # interrupt inside ProcessPoolExecutor's own code can leave it unable to shut down
+    with deferred():
+        if executor == "local":
+            backend = _LocalPool(jobs)
+        elif executor == "submitit":
+            backend = _Submitit(results / specs[0].profile.name / "submitit", threads, device, cluster)
+        else:
+            raise ValueError(f"unknown executor {executor!r}: choose local or submitit")
 
-    from tqdm.auto import tqdm
+        from tqdm.auto import tqdm
 
-    interactive = sys.stderr.isatty() if progress is None else progress
-    bar = tqdm(total=len(specs), desc="runs", unit="run", disable=not interactive)
-    written, failures = [], []
-    pending, running = list(groups), {}
-    elsewhere: list[Run] = []  # claimed by another live process: waited for, not trained twice
-    held: list[Run] = []  # claimed by this sweep
+        interactive = sys.stderr.isatty() if progress is None else progress
+        bar = tqdm(total=len(specs), desc="runs", unit="run", disable=not interactive)
+        written, failures = [], []
+        pending, running = list(groups), {}
+        elsewhere: list[Run] = []  # claimed by another live process: waited for, not trained twice
+        held: list[Run] = []  # claimed by this sweep
 
-    def target(spec: Run) -> Path:
-        return spec.path(results)
+        def target(spec: Run) -> Path:
+            return spec.path(results)
 
-    def release(group) -> None:
-        for spec in group:
-            release_claim(target(spec))
-            if spec in held:
-                held.remove(spec)
+        def release(group) -> None:
+            for spec in group:
+                release_claim(target(spec))
+                if spec in held:
+                    held.remove(spec)
 
-    interrupted, checked = False, 0.0
-    try:
-        while pending or running or elsewhere:
-            check()  # a SIGTERM swallowed by a finaliser still stops the sweep
-            while pending and len(running) < jobs:
-                group, mine = pending.pop(0), []
-                for spec in group:
-                    state = claim(target(spec))
-                    if state == RECORDED:
-                        bar.update(1)  # made meanwhile by another process
-                    elif state == OURS:
-                        mine.append(spec)
-                        held.append(spec)
-                    else:
-                        elsewhere.append(spec)
-                if not mine:
+        interrupted, checked = False, 0.0
+        try:
+            while pending or running or elsewhere:
+                check()  # the one place a stop is raised: never inside the pool's own code
+                while pending and len(running) < jobs:
+                    group, mine = pending.pop(0), []
+                    for spec in group:
+                        state = claim(target(spec))
+                        if state == RECORDED:
+                            bar.update(1)  # made meanwhile by another process
+                        elif state == OURS:
+                            mine.append(spec)
+                            held.append(spec)
+                        else:
+                            elsewhere.append(spec)
+                    if not mine:
+                        continue
+                    name = target(mine[0]).stem + (f"_fused{len(mine)}" if len(mine) > 1 else "")
+                    log = results / mine[0].profile.name / "logs" / f"{name}.log"
+                    future = backend.submit(mine, str(results), device, threads, str(log), compile)
+                    running[future] = (mine, log)
+                if elsewhere and time.monotonic() - checked > 2.0:
+                    checked = time.monotonic()
+                    for spec in list(elsewhere):
+                        state = claim(target(spec))
+                        if state == RECORDED:
+                            elsewhere.remove(spec)
+                            bar.update(1)
+                        elif state == OURS:  # its owner died: this sweep trains it
+                            elsewhere.remove(spec)
+                            release_claim(target(spec))
+                            pending.append([spec])
+                done = [f for f in running if f.done()]
+                if not done:
+                    time.sleep(backend.poll)
                     continue
-                name = target(mine[0]).stem + (f"_fused{len(mine)}" if len(mine) > 1 else "")
-                log = results / mine[0].profile.name / "logs" / f"{name}.log"
-                future = backend.submit(mine, str(results), device, threads, str(log), compile)
-                running[future] = (mine, log)
-            if elsewhere and time.monotonic() - checked > 2.0:
-                checked = time.monotonic()
-                for spec in list(elsewhere):
-                    state = claim(target(spec))
-                    if state == RECORDED:
-                        elsewhere.remove(spec)
-                        bar.update(1)
-                    elif state == OURS:  # its owner died: this sweep trains it
-                        elsewhere.remove(spec)
-                        release_claim(target(spec))
-                        pending.append([spec])
-            done = [f for f in running if f.done()]
-            if not done:
-                time.sleep(backend.poll)
-                continue
-            for future in done:
-                group, log = running.pop(future)
-                try:
-                    written += future.result()
-                    status = "done"
-                except Exception as exc:  # a failed group is reported, the others go on
-                    message = str(exc).strip().splitlines()[-1] if str(exc).strip() else exc.__class__.__name__
-                    failures += [(spec.label(), f"{message} (log: {log})") for spec in group]
-                    status = "FAILED"
-                release(group)
-                bar.update(len(group))
-                if not interactive:
-                    finished = len(written) + len(failures)
-                    labels = "; ".join(spec.label() for spec in group)
-                    print(f"[sweep] {status}: {labels} ({finished}/{len(specs)})", file=sys.stderr, flush=True)
-    except BaseException:
-        interrupted = True
-        raise
-    finally:
-        bar.close()
-        backend.close(interrupted)
-        release(list(held))
-    return written, failures
+                for future in done:
+                    group, log = running.pop(future)
+                    try:
+                        written += future.result()
+                        status = "done"
+                    except Exception as exc:  # a failed group is reported, the others go on
+                        message = str(exc).strip().splitlines()[-1] if str(exc).strip() else exc.__class__.__name__
+                        failures += [(spec.label(), f"{message} (log: {log})") for spec in group]
+                        status = "FAILED"
+                    release(group)
+                    bar.update(len(group))
+                    if not interactive:
+                        finished = len(written) + len(failures)
+                        labels = "; ".join(spec.label() for spec in group)
+                        print(f"[sweep] {status}: {labels} ({finished}/{len(specs)})", file=sys.stderr, flush=True)
+        except BaseException:
+            interrupted = True
+            raise
+        finally:
+            try:
+                bar.close()
+                backend.close(interrupted)
+            finally:
+                release(list(held))  # claims are given back whatever the pool's shutdown does
+        return written, failures
 
 
 def sweep(
@@ -310,6 +315,7 @@ def sweep(
                                    f"diverged at step {rec['diverged_at_step']}")
     if run_notebooks:
         for path in paths:
+            check()  # a stop that a finaliser swallowed does not run the remaining notebooks
             injected = {**params, "results_dir": str(results), "device": device, "train_missing": False}
             try:
                 report.notebooks.append(str(execute_notebook(path, injected, results / profile / "notebooks")))

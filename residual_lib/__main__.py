@@ -12,10 +12,10 @@
     python -m residual_lib summary [--results DIR] [--profile cpu] [--skip-bad]
     python -m residual_lib verify RECORD.json [RECORD.json ...] [--quiet]
 
-``train`` prints the record's path as its last line (reusing an existing record with
-the same key unless ``--force``). Bad input ends with one line on stderr naming the
-fix and exit status 2; nothing is written. ``verify`` retrains each record's run in a scratch
-folder and exits 1 if any differs from its record (:mod:`residual_lib.training.verify`).
+``train`` prints the record's path as its last line (reusing an existing record with the same
+key unless ``--force``). Bad input ends with one line on stderr naming the fix and exit status 2;
+nothing is written. ``verify`` retrains each record's run in a scratch folder and exits 1 if any
+differs from its record (:mod:`residual_lib.training.verify`). Ctrl-C and SIGTERM exit with 130.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from .commands.devicecheck import CHECKS, plan_from_report, run_checks, write_re
 from .commands.sweep import sweep
 from .core.files import NotWritableError, check_writable
 from .core.paths import results_folder
-from .core.stop import check, sigterm_stops
+from .core.stop import check, requested, sigterm_stops
 from .core.text import plural
 from .pages.book import build
 from .pages.execute import all_notebooks
@@ -94,13 +94,11 @@ def _build_parser() -> argparse.ArgumentParser:
     w = sub.add_parser("sweep", help="train what section notebooks need, then execute them with papermill")
     w.add_argument("notebooks", nargs="*", help="notebooks/NN_section.py files")
     w.add_argument("--all", action="store_true", help="every notebook under notebooks/")
-    w.add_argument("--profile", default=DEFAULT_PROFILE,
-                   help=f"one of {', '.join(PROFILES)} (default {DEFAULT_PROFILE})")
+    w.add_argument("--profile", default=DEFAULT_PROFILE, help=f"one of {', '.join(PROFILES)} (default {DEFAULT_PROFILE})")
     w.add_argument("--seeds", type=int, nargs="+", default=list(PAPER_SEEDS),
                    help=f"default: the paper's, {' '.join(map(str, PAPER_SEEDS))}")
     w.add_argument("--variants", nargs="+", default=None, help="variants of the central comparisons (default: all four)")
-    w.add_argument("--jobs", type=int, default=None,
-                   help="processes training at once (default: one per core on CPU, 1 on GPU)")
+    w.add_argument("--jobs", type=int, default=None, help="processes training at once (default: one per core on CPU, 1 on GPU)")
     w.add_argument("--threads", type=int, default=None, help="torch threads per job (default: cores / jobs)")
     w.add_argument("--fuse", type=int, default=None,
                    help="runs of one fuse key trained together per job (default: 1 on CPU, up to 8 on GPU)")
@@ -115,8 +113,7 @@ def _build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser("bench", help="tokens/s: one model, K fused, the sweep layout, no diagnostics; matmul peak")
     m.add_argument("--profile", default=BOOK_PROFILE, help=f"one of {', '.join(PROFILES)} (default {BOOK_PROFILE})")
     m.add_argument("--fuse", type=int, default=4, help="models fused, and runs in the sweep figure (default 4)")
-    m.add_argument("--steps", type=int, default=None,
-                   help="timed steps per figure and round (default 30; 5 for large models on CPU)")
+    m.add_argument("--steps", type=int, default=None, help="timed steps per figure and round (default 30; 5 for large models on CPU)")
     m.add_argument("--warmup", type=int, default=3, help="untimed steps before each figure (default 3)")
     m.add_argument("--repeats", type=int, default=3, help="rounds per figure; the best is reported (default 3)")
     m.add_argument("--device", default="auto", help="auto, cpu or cuda (default auto)")
@@ -372,24 +369,31 @@ def _verify(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
-    try:
-        with sigterm_stops():
+    with sigterm_stops():
+        try:
             isa_mode()  # a misspelt RESIDUAL_CPU_ISA stops every command before it does anything
             code = {"train": _train, "sweep": _sweep, "bench": _bench, "book": _book, "summary": _summary,
                     "device-check": _device_check, "verify": _verify}[args.command](args)
             check()  # a SIGTERM that a finaliser swallowed still counts
             return code
-    except (RunError, ProfileError, DataError, RecordError, NotWritableError, CommitError) as exc:
-        print(f"python -m residual_lib: error: {exc}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:  # `summary | head` closed the pipe: the reader has what it wanted
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush does not fail again
-        return 141
-    except KeyboardInterrupt:
-        logging.getLogger("asyncio").setLevel(logging.CRITICAL)  # a notebook's abandoned tasks: not news
-        print("python -m residual_lib: interrupted; finished records are kept, rerun to continue", file=sys.stderr)
-        return 130
+        except KeyboardInterrupt:
+            return _interrupted()
+        except Exception as exc:
+            if requested():  # what a stop's clean-up tripped over is not the story: the stop is
+                return _interrupted()
+            if isinstance(exc, BrokenPipeError):  # `summary | head` closed the pipe: the reader has it all
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the final flush must not fail
+                return 141
+            if not isinstance(exc, (RunError, ProfileError, DataError, RecordError, NotWritableError, CommitError)):
+                raise
+            print(f"python -m residual_lib: error: {exc}", file=sys.stderr)
+            return 2
+
+
+def _interrupted() -> int:
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL)  # a notebook's abandoned tasks: not news
+    print("python -m residual_lib: interrupted; finished records are kept, rerun to continue", file=sys.stderr)
+    return 130
 
 
 if __name__ == "__main__":

@@ -316,6 +316,47 @@ def test_a_sigterm_inside_the_pools_own_start_up_stops_the_sweep_cleanly(tmp_pat
     with stop.sigterm_stops(), pytest.raises(KeyboardInterrupt):
         train_runs([run], tmp_path, jobs=1, progress=False)
     assert not list(tmp_path.rglob(".*.claim")) and not list(tmp_path.rglob("*.json"))
+    assert not _spawned_workers()
+
+
+def _spawned_workers() -> list:
+    import psutil
+
+    return [p for p in psutil.Process().children(recursive=True)
+            if "spawn_main" in " ".join(p.cmdline()) and p.status() != "zombie"]
+
+
+def test_a_stop_during_a_submit_submits_nothing_more(tmp_path, monkeypatch):
+    from residual_lib.commands import sweep
+    from residual_lib.core import stop
+
+    submitted, original = [], sweep._LocalPool.submit
+
+    def submit(self, *args):
+        submitted.append(args[0])
+        if len(submitted) == 1:
+            os.kill(os.getpid(), signal.SIGTERM)  # recorded while the pool starts its first worker
+        return original(self, *args)
+
+    monkeypatch.setattr(sweep._LocalPool, "submit", submit)
+    profile = get_profile("smoke", max_iters=20, eval_interval=10)
+    runs = [Run(profile, variant, 3) for variant in ("full", "attn_only", "ffn_only")]
+    with stop.sigterm_stops(), pytest.raises(KeyboardInterrupt):
+        train_runs(runs, tmp_path, jobs=3, progress=False)
+    assert len(submitted) == 1 and not list(tmp_path.rglob(".*.claim")) and not _spawned_workers()
+
+
+def test_an_error_in_a_stopped_commands_clean_up_still_reads_as_the_stop(monkeypatch, capsys):
+    import residual_lib.__main__ as cli
+    from residual_lib.core import stop
+
+    def command(args):
+        monkeypatch.setattr(stop, "_requested", True)  # as the handler does
+        raise RuntimeError("cannot join thread before it is started")
+
+    monkeypatch.setattr(cli, "_summary", command)
+    assert cli.main(["summary"]) == 130
+    assert "interrupted; finished records are kept" in capsys.readouterr().err
 
 
 def test_a_deferred_stop_is_raised_once_and_a_second_signal_at_once():
@@ -339,7 +380,36 @@ def test_a_deferred_stop_is_raised_once_and_a_second_signal_at_once():
         for _ in range(10_000):
             pass
         reached.append("not reached")
-    assert reached == [True]
+    assert reached == [True] and not stop._deferring
+    with stop.sigterm_stops():  # after the block a SIGTERM raises again where it lands
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(10_000):
+                pass
+        with stop.deferred():  # a command's stop recorded inside an inner block is kept for the command
+            with stop.sigterm_stops():
+                os.kill(os.getpid(), signal.SIGTERM)
+                for _ in range(10_000):
+                    pass
+            assert stop.requested()
+            stop._requested = False  # taken as handled here, so the block ends quietly
+
+
+def test_off_the_main_thread_deferring_changes_nothing():
+    import threading
+
+    from residual_lib.core import stop
+
+    seen = []
+
+    def other():
+        with stop.deferred():
+            seen.append((stop._deferring, signal.getsignal(signal.SIGINT)))
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    thread.join()
+    assert seen == [(False, signal.default_int_handler)]
 
 
 def test_a_stop_asked_for_is_honoured_by_the_sweep_and_the_trainer(tmp_path, monkeypatch):

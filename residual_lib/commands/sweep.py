@@ -27,8 +27,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
+import signal
 import sys
 import threading
 import time
@@ -129,7 +131,13 @@ class _LocalPool:
         self.poll = 0.2
 
     def submit(self, *args):
-        return self.pool.submit(_worker, *args)
+        # a worker starts with Ctrl-C blocked, and keeps it so: a terminal's or a kernel's SIGINT
+        # goes to the whole process group, and a worker stops by terminate() when the sweep stops
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            return self.pool.submit(_worker, *args)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
     def close(self, interrupted: bool = False):
         if interrupted:  # stop the runs in flight now; their records were never written
@@ -180,9 +188,9 @@ def train_runs(
     if jobs is None:
         jobs = min(default_jobs, len(groups))
     threads = threads or max(1, (os.cpu_count() or 1) // jobs)
-    # SIGTERM and Ctrl-C are recorded while the pool runs and raised at the loop's check(): an
-    # interrupt inside ProcessPoolExecutor's own code can leave it unable to shut down
-    with deferred():
+    # SIGTERM and Ctrl-C are recorded while the local pool runs and raised at the loop's check():
+    # an interrupt inside ProcessPoolExecutor's own code can leave it unable to shut down
+    with deferred() if executor == "local" else contextlib.nullcontext():
         if executor == "local":
             backend = _LocalPool(jobs)
         elif executor == "submitit":
@@ -213,6 +221,7 @@ def train_runs(
             while pending or running or elsewhere:
                 check()  # the one place a stop is raised: never inside the pool's own code
                 while pending and len(running) < jobs:
+                    check()  # no more groups submitted once a stop is asked for
                     group, mine = pending.pop(0), []
                     for spec in group:
                         state = claim(target(spec))
@@ -266,6 +275,10 @@ def train_runs(
             try:
                 bar.close()
                 backend.close(interrupted)
+            except Exception as exc:
+                if not interrupted:
+                    raise
+                print(f"[sweep] stopping the workers: {exc}", file=sys.stderr)  # the stop stays the story
             finally:
                 release(list(held))  # claims are given back whatever the pool's shutdown does
         return written, failures

@@ -13,6 +13,10 @@ Two ways to take a stop:
   creating its manager thread and starting it, or while a future's lock is held) leaves the
   pool unable to shut down: an error instead of the interrupt, or a hang. A second signal
   while deferred raises at once, so that a stuck shutdown can still be broken.
+
+Both act on the main thread only (the one Python runs signal handlers in); elsewhere they
+change nothing. Their own bookkeeping runs with the two signals blocked, so a signal cannot
+land half-way through it.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import contextlib
 import signal
 import threading
 
+_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 _requested = False
 _deferring = False
 _scopes = 0  # how many sigterm_stops blocks are open: a command's, which reads the request at its end
@@ -35,20 +40,18 @@ def _handler(signum, frame):
 
 
 def requested() -> bool:
-    """Whether SIGTERM (or, while deferred, Ctrl-C) arrived since the outermost
-    :func:`sigterm_stops` was entered."""
+    """Whether SIGTERM (or, while deferred, Ctrl-C) arrived in the open :func:`sigterm_stops`
+    or :func:`deferred` block."""
     return _requested
 
 
 def check() -> None:
     """Raise :class:`KeyboardInterrupt` if a stop was asked for, even one swallowed on the way."""
-    if _requested:
+    if _requested and (_scopes or _deferring):
         raise KeyboardInterrupt
 
 
 def _install(signums) -> dict:
-    if threading.current_thread() is not threading.main_thread():
-        return {}  # handlers can only be set from the main thread; elsewhere nothing changes
     return {signum: signal.signal(signum, _handler) for signum in signums}
 
 
@@ -57,19 +60,39 @@ def _restore(previous: dict) -> None:
         signal.signal(signum, signal.SIG_DFL if handler is None else handler)  # None: set outside Python
 
 
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+def _block() -> set:
+    """Hold SIGTERM and SIGINT back (they are delivered once unblocked); the mask before."""
+    return signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+
+
+def _unblock(mask) -> None:
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
 @contextlib.contextmanager
 def sigterm_stops():
-    """Within the block SIGTERM raises :class:`KeyboardInterrupt` and is remembered. Nested
-    blocks keep a request that reached an outer one."""
+    """Within the block SIGTERM raises :class:`KeyboardInterrupt` and is remembered. An inner
+    block keeps a request that reached it for the block around it."""
     global _requested, _scopes
-    outer = _requested
-    _requested, _scopes = False, _scopes + 1
-    previous = _install([signal.SIGTERM])
-    try:
+    if not _main_thread():
+        yield
+        return
+    mask, previous, outer = _block(), {}, _requested
+    try:  # a signal held back during the bookkeeping is delivered inside the try, never before it
+        _requested, _scopes = False, _scopes + 1
+        previous = _install([signal.SIGTERM])
+        _unblock(mask)
         yield
     finally:
+        _block()
         _restore(previous)
-        _requested, _scopes = outer, _scopes - 1
+        _scopes -= 1
+        _requested = (outer or _requested) if (_scopes or _deferring) else outer
+        _unblock(mask)
 
 
 @contextlib.contextmanager
@@ -79,20 +102,25 @@ def deferred():
     raised as the block ends; a second signal raises at once. Outside a command (a notebook
     calling :func:`residual_lib.sweep`), a stop is spent once raised, so the next call runs."""
     global _deferring, _requested
-    outer = _deferring
-    _deferring = True
-    previous = _install([signal.SIGTERM, signal.SIGINT])
-    failed = False
+    if not _main_thread():
+        yield
+        return
+    mask, previous, outer, failed = _block(), {}, _deferring, False
     try:
+        _deferring = True
+        previous = _install(_SIGNALS)
+        _unblock(mask)
         yield
     except BaseException:
         failed = True
         raise
     finally:
+        _block()
         _deferring = outer
         _restore(previous)
         stop = _requested
-        if not _scopes:
+        if not (_scopes or _deferring):
             _requested = False
+        _unblock(mask)
         if stop and not failed:
             raise KeyboardInterrupt

@@ -219,7 +219,7 @@ def train_runs(
         interrupted, checked = False, 0.0
         try:
             while pending or running or elsewhere:
-                check()  # the one place a stop is raised: never inside the pool's own code
+                check()  # a stop is raised here and before each submit, never inside the pool's own code
                 while pending and len(running) < jobs:
                     check()  # no more groups submitted once a stop is asked for
                     group, mine = pending.pop(0), []

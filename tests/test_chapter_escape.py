@@ -193,8 +193,8 @@ def test_runs_table_sorts_by_condition_then_seed_and_writes_the_escape_step():
 
 def test_missing_runs_lists_one_label_per_row():
     absent = [Run("cpu", "ffn_only", 1), Run("cpu-dropout", "ffn_only", 1)]
-    assert escape.missing_runs(absent).to_dict("list") == {"run": ["cpu ffn_only seed 1",
-                                                                   "cpu-dropout ffn_only seed 1"]}
+    assert escape.missing_runs(absent).to_dict("list") == {"run": ["cpu FFNOnly seed 1",
+                                                                   "cpu-dropout FFNOnly seed 1"]}
 
 
 @pytest.mark.parametrize("profile", ["cpu", "smoke"])

@@ -100,8 +100,8 @@ def test_seed_note_reads_a_rung_at_every_seed_its_profile_has():
 
 def test_missing_runs_lists_one_label_per_row():
     absent = [Run("ladder-3m", "full", 1337), Run("ladder-10m", "ffn_only", 42)]
-    assert ladder.missing_runs(absent).to_dict("list") == {"run": ["ladder-3m full seed 1337",
-                                                                   "ladder-10m ffn_only seed 42"]}
+    assert ladder.missing_runs(absent).to_dict("list") == {"run": ["ladder-3m Full seed 1337",
+                                                                   "ladder-10m FFNOnly seed 42"]}
 
 
 def test_loss_summary_gives_mean_std_and_seeds_smallest_rung_first():

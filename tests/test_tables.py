@@ -77,7 +77,8 @@ def test_a_column_of_everyday_magnitudes_never_shows_scientific_notation_or_minu
 def test_prose_helpers_write_lists_constants_and_missing_runs_as_the_pages_do():
     assert listing([3]) == "3" and listing(["a", "b"]) == "a and b" and listing([1, 2, 3]) == "1, 2 and 3"
     assert missing_runs([Run("smoke", "full", 1), Run("smoke", "ffn_only", 2)]).to_dict("list") == {
-        "run": ["smoke full seed 1", "smoke ffn_only seed 2"]}
+        "run": ["smoke Full seed 1", "smoke FFNOnly seed 2"]}  # as pages name variants, "Full" too
+    assert Run("smoke", "full", 1).label() == "smoke full seed 1"  # logs and errors keep the code name
 
 
 def test_decimals_can_be_chosen_per_column():

@@ -140,7 +140,7 @@ def missing_runs(absent: list, profile: str) -> str:
     if not absent:
         return ""
     command = f"python -m residual_lib sweep notebooks/07_mechanism.py --profile {profile}"
-    return f"Runs not recorded yet, left out (`{command}` makes them): {', '.join(run.label() for run in absent)}."
+    return f"Runs not recorded yet, left out (`{command}` makes them): {', '.join(run.label(display=True) for run in absent)}."
 
 
 def mixer_references(records: pd.DataFrame, bigram: float) -> dict[str, float]:

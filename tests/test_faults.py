@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -599,6 +600,25 @@ def test_a_killed_run_resumes_from_its_checkpoint_bitwise_identical(tmp_path, mo
     assert trained and read_record(resumed)["provenance"]["resumed_from_step"] == 100
     assert _bits(resumed) == _bits(whole)
     assert not saved[0].exists()  # the checkpoint goes once the record is written
+
+
+def test_a_resumed_runs_record_starts_when_its_first_process_did_the_time_between_included(tmp_path, monkeypatch):
+    """A pre-registration is checked against records' start times: a run killed, left for a
+    while and resumed starts when its first process did, not its training time before the end."""
+    import residual_lib.training.train as train_module
+
+    before = datetime.now(timezone.utc).replace(microsecond=0)
+    with monkeypatch.context() as patch:
+        _kill_at(patch, train_module, "take_step", 100)
+        with pytest.raises(_Killed):
+            obtain([Run("smoke", "attn_only", 8)], tmp_path, progress=False, checkpoint_every=50)
+    (saved,) = (tmp_path / "smoke" / ".checkpoints").glob("*.pt")
+    first = datetime.fromisoformat(read_checkpoint(saved)["started_at"])
+    assert before <= first <= datetime.now(timezone.utc)
+    time.sleep(2.5)  # the time between the two processes, which no process's clock counts
+    resumed, trained = obtain([Run("smoke", "attn_only", 8)], tmp_path, progress=False, checkpoint_every=50)[0]
+    prov = read_record(resumed)["provenance"]
+    assert trained and prov["resumed_from_step"] == 100 and datetime.fromisoformat(prov["started_at"]) == first
 
 
 def test_a_checkpoint_with_overwritten_bytes_starts_the_run_over(tmp_path, monkeypatch, capsys):

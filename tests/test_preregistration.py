@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import pandas as pd
+import pytest
 
 from residual_lib.pages.scorecard import preregistration
 
@@ -23,12 +24,36 @@ def test_records_are_checked_against_the_registration_commit(monkeypatch):
                           "started_at": ["2026-12-05T05:00:00+00:00", "2026-12-05T06:00:00+00:00",
                                          "2026-12-01T00:00:00+00:00"]})
     s = preregistration.status(frame)
-    assert (s["records"], s["started_after"], s["holds"]) == (2, 2, True)
-    assert "precedes all 2 `paper-10m` records: the first of them started 2026-12-05 05:00 UTC" in \
+    assert (s["records"], s["started_after"], s["holds"], s["descend"]) == (2, 2, True, None)
+    assert "precedes all 2 `paper-10m` records: the first of them started 2026-12-05 05:00 UTC." in \
+        preregistration.statement(frame)
+    # the code that trained each record: evidence that no clock gives, where the history holds it
+    frame["git_sha"] = ["b" * 40, "c" * 40, None]
+    monkeypatch.setattr(preregistration, "descends", lambda commit, sha: {"b": True, "c": False}[sha[0]])
+    assert preregistration.status(frame)["descend"] == 1
+    assert "05:00 UTC, and 1 of them was trained by code that already held that commit." in \
+        preregistration.statement(frame)
+    monkeypatch.setattr(preregistration, "descends", lambda commit, sha: True)
+    assert "05:00 UTC, and each was trained by code that already held that commit." in \
         preregistration.statement(frame)
     frame.loc[0, "started_at"] = "2026-12-05T03:00:00+00:00"  # a record that began before the rules were fixed
     s = preregistration.status(frame)
     assert (s["started_after"], s["holds"]) == (1, False)
     assert "only 1 of the 2" in preregistration.statement(frame)
+    frame.loc[1, "started_at"] = "2026-12-05T03:30:00+00:00"
+    assert "precedes none of the 2 `paper-10m` records; they started before it" in preregistration.statement(frame)
     empty = preregistration.statement(frame[frame.profile == "cpu"])
     assert "since none exists yet" in empty
+
+
+def test_descent_is_read_from_the_history_and_unknown_commits_give_none():
+    import subprocess
+
+    shas = subprocess.run(["git", "log", "-2", "--format=%H"], cwd=preregistration._PACKAGE, capture_output=True,
+                          text=True).stdout.split()
+    if len(shas) < 2:
+        pytest.skip("no git history here (a shallow or exported checkout)")
+    head, parent = shas
+    assert preregistration.descends(parent, head) is True and preregistration.descends(head, head) is True
+    assert preregistration.descends(head, parent) is False
+    assert preregistration.descends(head, "0" * 40) is None and preregistration.descends(head, None) is None

@@ -24,6 +24,7 @@ import hashlib
 import io
 import os
 import sys
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import torch
@@ -63,6 +64,9 @@ def save_checkpoint(path: Path, step: int, states: list, optimizer, params: dict
         "code": {"commit": code_version()[0], "digest": code_digest()},
         # the other code that trained the steps before a resume, carried to the record through any later resume
         "resumed_code": states[0].resumed_code,
+        # when the run's first process began: a record's start time, the time between sessions included
+        "started_at": states[0].started_at or (datetime.now(timezone.utc) - timedelta(seconds=elapsed)).isoformat(
+            timespec="seconds"),
     }
     buffer = io.BytesIO()
     torch.save(payload, buffer)
@@ -123,4 +127,5 @@ def load_checkpoint(path: Path | None, states: list, optimizer, params: dict,
         torch.cuda.set_rng_state_all(payload["cuda_rng"])
     for state in states:
         state.resumed_from = payload["step"]
+        state.started_at = payload.get("started_at")  # none: written before checkpoints kept it
     return payload["step"], payload["train_seconds"], payload["elapsed"]

@@ -94,6 +94,7 @@ class RunState:
         self.diverged_at = None  # the step at which a loss was first seen non-finite
         self.resumed_from = None  # the step a checkpoint resumed this run at
         self.resumed_code = None  # other code that trained steps before a resume (asked for): a list, oldest first
+        self.started_at = None  # when a resumed run's first process began (ISO, UTC), from its checkpoint
         self.net = self.model  # what training steps call: the model, or its torch.compile'd wrapper
         self.compiled = False
 
@@ -214,8 +215,9 @@ class RunState:
         tokens = profile.tokens_per_step * profile.max_iters
         wall = time.perf_counter() - started
         finished = datetime.now(timezone.utc)
-        # when the run began, a resumed run's first process included (what a pre-registration is checked against)
-        started_at = (finished - timedelta(seconds=wall)).isoformat(timespec="seconds")
+        # when the run began, a resumed run's first process included (what a pre-registration is checked
+        # against); from a checkpoint that did not keep it, the wall time back, which leaves out the gaps
+        started_at = self.started_at or (finished - timedelta(seconds=wall)).isoformat(timespec="seconds")
         return make_record(
             self.run,
             diverged_at_step=self.diverged_at,

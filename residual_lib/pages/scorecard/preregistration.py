@@ -5,7 +5,9 @@ Every other verdict of the scorecard was judged by rules written while the stand
 already existed. The ``paper-10m`` column is different: its rules were committed, with the
 digest of :data:`FILES` (:func:`digest`), in a commit whose message says "pre-registration",
 before the first ``paper-10m`` run started. :func:`status` finds that commit in the history and
-checks every ``paper-10m`` record's start time (``provenance.started_at``) against it.
+checks every ``paper-10m`` record's start time (``provenance.started_at``: a resumed run's first
+process's) against it, and counts the records trained by code that already held the commit
+(``provenance.git_sha``), which no clock can give.
 
 A change to any of :data:`FILES` after the registration changes the digest; the test suite
 fails until the change is listed in :data:`AMENDMENTS` (what changed, why, and whether any
@@ -140,21 +142,50 @@ def registration_commit() -> tuple[str, datetime] | None:
     return sha, datetime.fromisoformat(when)
 
 
+def descends(commit: str, sha: str | None) -> bool | None:
+    """Whether the code at ``sha`` already held ``commit`` (``commit`` is its ancestor, or it);
+    None when either is not in this checkout's history."""
+    if not sha:
+        return None
+    try:
+        out = subprocess.run(["git", "merge-base", "--is-ancestor", commit, sha], cwd=_PACKAGE,
+                             capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return {0: True, 1: False}.get(out.returncode)
+
+
+def _code_commits(own: pd.DataFrame) -> list:
+    """The commit of the code that trained each record of ``own``: its ``git_sha`` column, or
+    the ``provenance.git_sha`` of the file at its ``path``."""
+    if "git_sha" in own:
+        return list(own["git_sha"])
+    if "path" not in own:
+        return [None] * len(own)
+    from ...storage.records import read_record
+
+    return [read_record(path).get("provenance", {}).get("git_sha") for path in own["path"]]
+
+
 def status(records: pd.DataFrame) -> dict:
     """The registration against the ``paper-10m`` records of ``records``
     (:func:`residual_lib.study.frames.load_records` rows): ``commit`` and ``registered`` (None
-    without the history), ``records``, ``started_after`` (how many started after the commit),
-    ``first_start`` and ``holds`` (every record started after it)."""
+    without the history), ``records``, ``started_after`` (how many started after the commit, by
+    their records' clocks), ``first_start``, ``holds`` (every record started after it) and
+    ``descend`` (how many were trained by code that already held the commit: evidence that no
+    clock gives; None without the history)."""
     found = registration_commit()
     own = records[records.profile == PROFILE] if "profile" in records else records.head(0)
     starts = pd.to_datetime(own["started_at"], utc=True) if "started_at" in own else pd.Series(dtype="datetime64[ns, UTC]")
     out = {"commit": None, "registered": None, "digest": REGISTERED_DIGEST, "records": len(own),
            "started_after": None, "first_start": starts.min() if len(starts) else None, "holds": None,
-           "amendments": len(AMENDMENTS)}
+           "amendments": len(AMENDMENTS), "descend": None}
     if found is not None:
         sha, when = found
         after = int((starts > pd.Timestamp(when)).sum())
-        out.update(commit=sha, registered=when, started_after=after, holds=after == len(own))
+        held = [descends(sha, code) for code in _code_commits(own)]
+        out.update(commit=sha, registered=when, started_after=after, holds=after == len(own),
+                   descend=sum(h is True for h in held) if any(h is not None for h in held) else None)
     return out
 
 
@@ -173,10 +204,16 @@ def statement(records: pd.DataFrame, brief: bool = False) -> str:
         text += f"every `{PROFILE}` record, since none exists yet."
     elif s["holds"]:
         text += (f"all {s['records']} `{PROFILE}` records: the first of them started "
-                 f"{s['first_start'].strftime('%Y-%m-%d %H:%M UTC')}.")
+                 f"{s['first_start'].strftime('%Y-%m-%d %H:%M UTC')}")
+        if s["descend"]:
+            text += (", and " + ("each was" if s["descend"] == s["records"] else f"{s['descend']} of them {'was' if s['descend'] == 1 else 'were'}")
+                     + " trained by code that already held that commit")
+        text += "."
     else:
+        some = f"only {s['started_after']}" if s["started_after"] else "none"
         text = text.replace("were fixed before its data", "were registered") + (
-            f"only {s['started_after']} of the {s['records']} `{PROFILE}` records; the others started before it "
+            f"{some} of the {s['records']} `{PROFILE}` records; "
+            + ("the others" if s["started_after"] else "they") + " started before it "
             "and were judged by rules written with them in view.")
     if AMENDMENTS and brief:
         times = {1: "once", 2: "twice"}.get(len(AMENDMENTS), f"{len(AMENDMENTS)} times")

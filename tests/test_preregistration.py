@@ -27,23 +27,41 @@ def test_records_are_checked_against_the_registration_commit(monkeypatch):
     assert (s["records"], s["started_after"], s["holds"], s["descend"]) == (2, 2, True, None)
     assert "precedes all 2 `paper-10m` records: the first of them started 2026-12-05 05:00 UTC." in \
         preregistration.statement(frame)
-    # the code that trained each record: evidence that no clock gives, where the history holds it
-    frame["git_sha"] = ["b" * 40, "c" * 40, None]
+    frame.loc[0, "started_at"] = "2026-12-05T03:00:00+00:00"  # a record that began before the rules were fixed
+    s = preregistration.status(frame)
+    assert (s["started_after"], s["holds"]) == (1, False)
+    assert ("precedes only 1 of the 2 `paper-10m` records: 1 started before it, so the verdicts that read it "
+            "may rest on rules written with it in view.") in preregistration.statement(frame)
+    frame.loc[1, "started_at"] = None  # a record that does not say when it started counts as no evidence
+    assert ("precedes none of the 2 `paper-10m` records: 1 started before it and 1 does not record when it "
+            "started, so the verdicts that read them") in preregistration.statement(frame)
+    empty = preregistration.statement(frame[frame.profile == "cpu"])
+    assert "since none exists yet" in empty
+
+
+def test_code_that_held_the_registration_commit_is_evidence_no_clock_gives(monkeypatch):
+    when = datetime(2026, 12, 5, 4, 0, tzinfo=timezone.utc)
+    monkeypatch.setattr(preregistration, "registration_commit", lambda: ("a" * 40, when))
+    frame = pd.DataFrame({"profile": ["paper-10m"] * 2, "git_sha": ["b" * 40, "c" * 40],
+                          "started_at": ["2026-12-05T05:00:00+00:00", "2026-12-05T06:00:00+00:00"]})
     monkeypatch.setattr(preregistration, "descends", lambda commit, sha: {"b": True, "c": False}[sha[0]])
     assert preregistration.status(frame)["descend"] == 1
-    assert "05:00 UTC, and 1 of them was trained by code that already held that commit." in \
+    assert ("05:00 UTC, and 1 of them was trained by code that already held that commit (the others by "
+            "their clocks).") in preregistration.statement(frame)
+    monkeypatch.setattr(preregistration, "descends", lambda commit, sha: False)
+    assert "05:00 UTC, by their clocks: none was trained by code that held that commit yet." in \
         preregistration.statement(frame)
     monkeypatch.setattr(preregistration, "descends", lambda commit, sha: True)
     assert "05:00 UTC, and each was trained by code that already held that commit." in \
         preregistration.statement(frame)
-    frame.loc[0, "started_at"] = "2026-12-05T03:00:00+00:00"  # a record that began before the rules were fixed
+    frame["started_at"] = ["2026-12-05T03:00:00+00:00", None]  # a clock that says before, or nothing: the code wins
     s = preregistration.status(frame)
-    assert (s["started_after"], s["holds"]) == (1, False)
-    assert "only 1 of the 2" in preregistration.statement(frame)
-    frame.loc[1, "started_at"] = "2026-12-05T03:30:00+00:00"
-    assert "precedes none of the 2 `paper-10m` records; they started before it" in preregistration.statement(frame)
-    empty = preregistration.statement(frame[frame.profile == "cpu"])
-    assert "since none exists yet" in empty
+    assert (s["started_after"], s["holds"], s["unknown"]) == (2, True, 0)
+    one = frame.head(1)  # one record: said as one
+    assert ("precedes the one `paper-10m` record: it started 2026-12-05 03:00 UTC, and it was trained by code "
+            "that already held that commit.") in preregistration.statement(one)
+    monkeypatch.setattr(preregistration, "descends", lambda commit, sha: None)  # commits not in this history
+    assert preregistration.status(one)["descend"] is None and not preregistration.status(one)["holds"]
 
 
 def test_descent_is_read_from_the_history_and_unknown_commits_give_none():
@@ -57,3 +75,4 @@ def test_descent_is_read_from_the_history_and_unknown_commits_give_none():
     assert preregistration.descends(parent, head) is True and preregistration.descends(head, head) is True
     assert preregistration.descends(head, parent) is False
     assert preregistration.descends(head, "0" * 40) is None and preregistration.descends(head, None) is None
+    assert preregistration.descends(head, float("nan")) is None  # a record without the field, through pandas

@@ -562,6 +562,11 @@ def test_the_verdict_box_counts_each_profiles_runs_on_its_own(tmp_path):
     scope = html[html.index('class="verdict-box-scope"'):]
     assert "12 runs at <code>cpu</code> (seeds 1, 2, 3) and 8 runs at <code>cpu-dropout</code> (8 seeds)" in scope
     assert f"read from <code>{tmp_path.name}/</code>" in scope
+    # the runs it leaves out are named as the page names variants, Full included
+    records.attrs.update(diverged=["cpu full seed 4 (key abc)"], left_out=["cpu full seed 5", "cpu ffn_only seed 6"])
+    scope = scorecard.verdict_box(["ffn_collapse_10m"], records).data
+    assert "diverged (non-finite loss): cpu Full seed 4 (key abc)." in scope
+    assert "on every other page: cpu Full seed 5; cpu FFNOnly seed 6." in scope
 
 
 def test_the_headline_states_the_asymmetry_over_the_sweeps_seeds_and_every_ffn_only_escape(tmp_path):

@@ -101,3 +101,12 @@ def test_tables_name_the_variants_as_the_prose_does():
     html = table(frame).to_html()
     assert ">FFNOnly − AttnOnly<" in html and ">Full<" in html and ">AttnOnly</th>" in html
     assert "attn_only" not in html and "attn only" not in html
+
+
+def test_variant_code_names_read_as_the_pages_write_them_and_full_only_where_it_names_a_run():
+    from residual_lib.run.architecture import display_name, prose_names
+
+    assert display_name("full") == "Full" and display_name("no_residual") == "NoResidual"
+    assert display_name("cpu full seed 42; cpu attn_only seed 1") == "cpu Full seed 42; cpu AttnOnly seed 1"
+    assert display_name("the full budget, a full seed list") == "the full budget, a full seed list"
+    assert prose_names("`cpu full seed 1` and cpu full seed 1") == "`cpu full seed 1` and cpu Full seed 1"

@@ -4,6 +4,7 @@ read them without importing torch."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 #: The sublayer in the attention slot of every block: attention, the position-blind
@@ -39,14 +40,19 @@ def prose_names(text: str) -> str:
     return "`".join(display_name(part) if i % 2 == 0 else part for i, part in enumerate(parts))
 
 
+#: ``full`` where it names a run: after a profile, before its seed (``cpu full seed 42``).
+_FULL_RUN = re.compile(r"(?<=\S )full(?= seed \d)")
+
+
 def display_name(text: str) -> str:
     """``text`` with each variant's code name written as the reader meets it: ``attn_only`` ->
-    ``AttnOnly`` anywhere in it, ``full`` only as the whole text (it is also an English word)."""
+    ``AttnOnly`` anywhere in it, ``full`` only as the whole text or where it names a run
+    (``cpu full seed 42``): it is also an English word."""
     if text in DISPLAY_NAMES:
         return DISPLAY_NAMES[text]
     for code in ("attn_only", "ffn_only", "no_residual"):
         text = text.replace(code, DISPLAY_NAMES[code])
-    return text
+    return _FULL_RUN.sub(DISPLAY_NAMES["full"], text)
 
 #: How dropout draws its masks on CPU (:attr:`Architecture.cpu_dropout`): torch's own
 #: (``nn.Dropout``, and SDPA's inside attention), or ``int32``: 32-bit random integers against a

@@ -266,13 +266,13 @@ def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | 
     if left_out:
         runs = f"{len(left_out)} run{'s' if len(left_out) > 1 else ''}"
         shown += (f'<p class="verdict-box-scope"><strong>Left out:</strong> {runs} that diverged '
-                  f"(non-finite loss): {html.escape('; '.join(left_out))}.</p>")
+                  f"(non-finite loss): {html.escape(prose_names('; '.join(left_out)))}.</p>")
     apart = records.attrs.get("left_out") or []  # sections.central_sweep: seeds not every variant has
     if apart:
         runs = f"{len(apart)} run{'s' if len(apart) > 1 else ''}"
         shown += (f'<p class="verdict-box-scope"><strong>Left out:</strong> {runs} at seeds where another variant '
                   f"has no usable run, so that every variant is averaged over the same seeds, here and on every "
-                  f"other page: {html.escape('; '.join(apart))}.</p>")
+                  f"other page: {html.escape(prose_names('; '.join(apart)))}.</p>")
     if len(records):
         parts = [f"{_runs(part)} at <code>{html.escape(name)}</code> ({_seed_list(part.seed)})"
                  for name, part in sorted(records.groupby("profile"), key=lambda g: (g[0] != profile, g[0]))]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import subprocess
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
@@ -142,10 +142,10 @@ def registration_commit() -> tuple[str, datetime] | None:
     return sha, datetime.fromisoformat(when)
 
 
-def descends(commit: str, sha: str | None) -> bool | None:
+def descends(commit: str, sha) -> bool | None:
     """Whether the code at ``sha`` already held ``commit`` (``commit`` is its ancestor, or it);
-    None when either is not in this checkout's history."""
-    if not sha:
+    None when ``sha`` is not a commit name or either is not in this checkout's history."""
+    if not isinstance(sha, str) or not sha.strip():
         return None
     try:
         out = subprocess.run(["git", "merge-base", "--is-ancestor", commit, sha], cwd=_PACKAGE,
@@ -164,29 +164,49 @@ def _code_commits(own: pd.DataFrame) -> list:
         return [None] * len(own)
     from ...storage.records import read_record
 
-    return [read_record(path).get("provenance", {}).get("git_sha") for path in own["path"]]
+    return [(read_record(path).get("provenance") or {}).get("git_sha") for path in own["path"]]
 
 
 def status(records: pd.DataFrame) -> dict:
     """The registration against the ``paper-10m`` records of ``records``
     (:func:`residual_lib.study.frames.load_records` rows): ``commit`` and ``registered`` (None
-    without the history), ``records``, ``started_after`` (how many started after the commit, by
-    their records' clocks), ``first_start``, ``holds`` (every record started after it) and
-    ``descend`` (how many were trained by code that already held the commit: evidence that no
-    clock gives; None without the history)."""
+    without the history), ``records``, ``descend`` (how many were trained by code that already
+    held the commit, ``provenance.git_sha``: evidence no clock gives; None where no record's
+    commit is in the history), ``started_after`` (how many began after the commit: by their
+    code, or by their records' clocks), ``unknown`` (how many of the others record no start),
+    ``first_start`` and ``holds`` (every record began after the commit)."""
     found = registration_commit()
     own = records[records.profile == PROFILE] if "profile" in records else records.head(0)
-    starts = pd.to_datetime(own["started_at"], utc=True) if "started_at" in own else pd.Series(dtype="datetime64[ns, UTC]")
+    starts = pd.to_datetime(own["started_at"] if "started_at" in own else pd.Series(None, index=own.index,
+                                                                                   dtype=object), utc=True)
     out = {"commit": None, "registered": None, "digest": REGISTERED_DIGEST, "records": len(own),
-           "started_after": None, "first_start": starts.min() if len(starts) else None, "holds": None,
-           "amendments": len(AMENDMENTS), "descend": None}
+           "started_after": None, "unknown": None, "first_start": starts.min() if starts.notna().any() else None,
+           "holds": None, "amendments": len(AMENDMENTS), "descend": None}
     if found is not None:
         sha, when = found
-        after = int((starts > pd.Timestamp(when)).sum())
-        held = [descends(sha, code) for code in _code_commits(own)]
-        out.update(commit=sha, registered=when, started_after=after, holds=after == len(own),
-                   descend=sum(h is True for h in held) if any(h is not None for h in held) else None)
+        held = pd.Series([descends(sha, code) for code in _code_commits(own)], index=own.index, dtype=object)
+        # code that already held the commit cannot have run before it, whatever a clock says
+        after = (held == True) | (starts > pd.Timestamp(when))  # noqa: E712 (None is neither)
+        out.update(commit=sha, registered=when, started_after=int(after.sum()), holds=bool(after.all()),
+                   unknown=int((~after & starts.isna()).sum()),
+                   descend=int((held == True).sum()) if held.notna().any() else None)  # noqa: E712
     return out
+
+
+def _descent(s: dict) -> str:
+    """The clause on the records' code, after their start: which held the registration commit."""
+    n, k = s["records"], s["descend"]
+    if k is None:
+        return ""
+    if n == 1:
+        return (", and it was trained by code that already held that commit" if k else
+                ", by its clock: its code did not hold that commit yet (a checkout of an older one)")
+    if k == n:
+        return ", and each was trained by code that already held that commit"
+    if k == 0:
+        return ", by their clocks: none was trained by code that held that commit yet"
+    return (f", and {k} of them {'was' if k == 1 else 'were'} trained by code that already held that commit "
+            "(the others by their clocks)")
 
 
 def statement(records: pd.DataFrame, brief: bool = False) -> str:
@@ -196,25 +216,31 @@ def statement(records: pd.DataFrame, brief: bool = False) -> str:
     if s["commit"] is None:
         return (f"The rules that judge `{PROFILE}` were registered by their digest (sha256 {s['digest'][:16]}…), "
                 "but this copy has no git history to find the registration's commit in.")
-    when = s["registered"].strftime("%Y-%m-%d %H:%M UTC")
+    when = s["registered"].astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     text = (f"The rules, thresholds and code that judge `{PROFILE}` were fixed before its data: commit "
             f"{s['commit'][:7]} ({when}, pre-registration, sha256 {s['digest'][:16]}… of "
             f"{REGISTERED_FILES} files) precedes ")
-    if not s["records"]:
+    n = s["records"]
+    first = s["first_start"].strftime("%Y-%m-%d %H:%M UTC") if s["first_start"] is not None else None
+    if not n:
         text += f"every `{PROFILE}` record, since none exists yet."
     elif s["holds"]:
-        text += (f"all {s['records']} `{PROFILE}` records: the first of them started "
-                 f"{s['first_start'].strftime('%Y-%m-%d %H:%M UTC')}")
-        if s["descend"]:
-            text += (", and " + ("each was" if s["descend"] == s["records"] else f"{s['descend']} of them {'was' if s['descend'] == 1 else 'were'}")
-                     + " trained by code that already held that commit")
-        text += "."
+        if n == 1:
+            text += f"the one `{PROFILE}` record" + (f": it started {first}" if first else "")
+        else:
+            text += f"all {n} `{PROFILE}` records" + (f": the first of them started {first}" if first else "")
+        text += _descent(s) + "."
     else:
-        some = f"only {s['started_after']}" if s["started_after"] else "none"
+        after, unknown = s["started_after"], s["unknown"]
+        before = n - after - unknown
+        some = f"only {after}" if after else "none"
+        parts = ([f"{before} started before it"] if before else []) + (
+            [f"{unknown} {'does' if unknown == 1 else 'do'} not record when {'it' if unknown == 1 else 'they'} "
+             "started"] if unknown else [])
         text = text.replace("were fixed before its data", "were registered") + (
-            f"{some} of the {s['records']} `{PROFILE}` records; "
-            + ("the others" if s["started_after"] else "they") + " started before it "
-            "and were judged by rules written with them in view.")
+            f"{some} of the {n} `{PROFILE}` records: {' and '.join(parts)}, so the verdicts that read "
+            f"{'it' if n - after == 1 else 'them'} may rest on rules written with {'it' if n - after == 1 else 'them'}"
+            " in view.")
     if AMENDMENTS and brief:
         times = {1: "once", 2: "twice"}.get(len(AMENDMENTS), f"{len(AMENDMENTS)} times")
         existed = sum(a.records_existed for a in AMENDMENTS)

@@ -113,12 +113,18 @@ def test_the_chapter_reads_the_smoke_records(smoke_results):
     assert list(layer0.variant) == ["Full", "AttnOnly", "FFNOnly", "NoResidual"]
     assert list(layer0["from step"]) == [12] * 4 and list(layer0["the paper"]) == ["0.114", "0.000", "0.000", "0.000"]
     assert chapter.layer0_text(layer0).startswith("From step 12 on, block 0's median gradient norm is ")
+    shares = layer0.assign(**{"share at 0.000": [0.0, 0.0, 1.0, 0.997]})
+    assert chapter.layer0_text(shares).endswith("It rounds to 0.000 in none of AttnOnly's, all of FFNOnly's and over "
+                                                "99% of NoResidual's logged steps, where the paper reports 0.000 throughout.")
     # a Full that ends 0.05 above its best overfits, from the step its record names
     worse = records.assign(final_val_loss=records.final_val_loss.where(records.variant != "full",
                                                                        records.best_val_loss + 0.05))
     best_step = read_record(records[records.variant == "full"].path.iloc[0])["best_step"]
-    assert chapter.overfit_text(worse).endswith(f"Full overfits: Full's validation loss is lowest at step "
-                                                f"{best_step:,} and rises after it.")
+    text = chapter.overfit_text(worse)
+    assert text.startswith("Each variant's final loss lies above its best, by 0.050 nats for Full, ")
+    assert text.endswith(f"Full overfits: its validation loss is lowest at step {best_step:,} and rises after it.")
+    alone = worse[worse.variant == "full"]  # one variant: said of it
+    assert chapter.overfit_text(alone).startswith("Full's final loss lies 0.050 nats above its best. Full overfits: ")
 
 
 def test_the_block_0_and_alpha_sentences_read_their_tables():

@@ -255,10 +255,17 @@ def layer0_text(table: pd.DataFrame) -> str:
     partial = [v for v in rows.index if v != "Full"]
     text = f"From step {int(rows['from step'].iloc[0]):,} on, block 0's median gradient norm is {medians}."
     if partial:
-        shares = listing(f"{rows.loc[v, 'share at 0.000']:.0%}" for v in partial)
-        text += (f" It rounds to 0.000 in {shares} of the logged steps of {listing(partial)}"
-                 ", where the paper reports 0.000 throughout.")
+        shares = listing(f"{_share(rows.loc[v, 'share at 0.000'])} {v}'s" for v in partial)
+        text += f" It rounds to 0.000 in {shares} logged steps, where the paper reports 0.000 throughout."
     return text
+
+
+def _share(x: float) -> str:
+    """A share of steps as a sentence says it: "none of", "all of", "97% of", and never a
+    rounded "0%" or "100%" for a share that is neither."""
+    if x <= 0 or x >= 1:
+        return "none of" if x <= 0 else "all of"
+    return "under 1% of" if x < 0.005 else "over 99% of" if x >= 0.995 else f"{x:.0%} of"
 
 
 #: The α tables' headers (a header's underscores are otherwise read as spaces).
@@ -329,19 +336,25 @@ def overfit_text(records: pd.DataFrame) -> str:
     """How far each variant's final loss ends above its best, and which of the variants that
     learned (ended below the floor) overfit by more than :data:`OVERFIT` nats."""
     gaps = (records.final_val_loss - records.best_val_loss).groupby(records.variant).mean()
-    parts = [f"{display_name(v)} {gaps[v]:.3f}" for v in CENTRAL_VARIANTS if v in gaps.index]
+    parts = [f"{gaps[v]:.3f} for {display_name(v)}" for v in CENTRAL_VARIANTS if v in gaps.index]
     if not parts:
         return ""
+    if len(parts) == 1:
+        (v,) = gaps.index
+        text = f"{display_name(v)}'s final loss lies {gaps[v]:.3f} nats above its best. "
+    else:
+        first, *rest = parts
+        text = f"Each variant's final loss lies above its best, by {listing([first.replace(' for', ' nats for', 1), *rest])}. "
     learned = records[[status(x, f) not in ("floor", "above") for x, f in zip(records.final_val_loss,
                                                                               records.eval_floor)]]
     over = gaps[gaps.index.isin(learned.variant) & (gaps > OVERFIT)]
-    text = f"The final loss lies above the best by {listing(parts)} nats. "
     if not len(over):
         return text + f"No variant that learned overfits by more than {OVERFIT:g} nats at this budget."
     worst = over.idxmax()
     step = int(_field(records[records.variant == worst], "best_step").min())
+    whose = "its" if len(over) == 1 else f"{display_name(worst)}'s"
     return text + (f"{listing(display_name(v) for v in over.index)} {'overfits' if len(over) == 1 else 'overfit'}: "
-                   f"{display_name(worst)}'s validation loss is lowest at step {step:,} and rises after it.")
+                   f"{whose} validation loss is lowest at step {step:,} and rises after it.")
 
 
 def uniform_alpha(records: pd.DataFrame) -> float:

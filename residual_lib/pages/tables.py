@@ -171,4 +171,4 @@ def mean_std(values: pd.Series, seeds: bool = False) -> str:
 
 def missing_runs(absent: list) -> pd.DataFrame:
     """Runs a page would show that have no record yet (``records.attrs["missing"]``), one per row."""
-    return pd.DataFrame({"run": [run.label(display=True) for run in absent]})
+    return pd.DataFrame({"run": [display_name(run.label()) for run in absent]})

@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
-from .architecture import DISPLAY_NAMES, VARIANTS
+from .architecture import VARIANTS
 from .batches import ValidationSet
 from .profiles import Profile, get_profile
 
@@ -154,16 +154,15 @@ class Run:
         determinism setting, which is process-wide."""
         return (self.profile, VARIANTS[self.variant][2], self.deterministic)
 
-    def label(self, display: bool = False) -> str:
+    def label(self) -> str:
         """How logs and errors name the run: ``cpu attn_only seed 42``, with what sets it apart
-        from the default in brackets; ``display`` writes the variant as pages do (``AttnOnly``,
-        ``Full``) for a page's lists of runs."""
+        from the default in brackets (pages write it through
+        :func:`residual_lib.run.architecture.display_name`: ``cpu AttnOnly seed 42``)."""
         extra = [] if self.eval_mode == "fixed" else [self.eval_mode]
         extra += [] if self.gain == 1.0 else [f"gain {self.gain:g}"]
         extra += [] if self.deterministic else [f"nondeterministic #{self.replicate}"]
         extra += [f"init noise {self.init_noise:g} #{self.replicate}"] if self.init_noise else []
-        variant = DISPLAY_NAMES.get(self.variant, self.variant) if display else self.variant
-        return f"{self.profile.name} {variant} seed {self.seed}" + (f" ({', '.join(extra)})" if extra else "")
+        return f"{self.profile.name} {self.variant} seed {self.seed}" + (f" ({', '.join(extra)})" if extra else "")
 
     def __repr__(self) -> str:
         return f"Run({self.label()}, key {self.key})"

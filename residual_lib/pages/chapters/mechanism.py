@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ...run.architecture import display_name
 from ...study import analysis
 from .. import scorecard
 from ..tables import number
@@ -140,7 +141,7 @@ def missing_runs(absent: list, profile: str) -> str:
     if not absent:
         return ""
     command = f"python -m residual_lib sweep notebooks/07_mechanism.py --profile {profile}"
-    return f"Runs not recorded yet, left out (`{command}` makes them): {', '.join(run.label(display=True) for run in absent)}."
+    return f"Runs not recorded yet, left out (`{command}` makes them): {', '.join(display_name(run.label()) for run in absent)}."
 
 
 def mixer_references(records: pd.DataFrame, bigram: float) -> dict[str, float]:

@@ -336,15 +336,14 @@ def overfit_text(records: pd.DataFrame) -> str:
     """How far each variant's final loss ends above its best, and which of the variants that
     learned (ended below the floor) overfit by more than :data:`OVERFIT` nats."""
     gaps = (records.final_val_loss - records.best_val_loss).groupby(records.variant).mean()
-    parts = [f"{gaps[v]:.3f} for {display_name(v)}" for v in CENTRAL_VARIANTS if v in gaps.index]
-    if not parts:
+    shown = [v for v in CENTRAL_VARIANTS if v in gaps.index]
+    if not shown:
         return ""
-    if len(parts) == 1:
-        (v,) = gaps.index
-        text = f"{display_name(v)}'s final loss lies {gaps[v]:.3f} nats above its best. "
+    if len(shown) == 1:
+        text = f"{display_name(shown[0])}'s final loss lies {gaps[shown[0]]:.3f} nats above its best. "
     else:
-        first, *rest = parts
-        text = f"Each variant's final loss lies above its best, by {listing([first.replace(' for', ' nats for', 1), *rest])}. "
+        by = listing(f"{gaps[v]:.3f}{' nats' if i == 0 else ''} for {display_name(v)}" for i, v in enumerate(shown))
+        text = f"Each variant's final loss lies above its best, by {by}. "
     learned = records[[status(x, f) not in ("floor", "above") for x, f in zip(records.final_val_loss,
                                                                               records.eval_floor)]]
     over = gaps[gaps.index.isin(learned.variant) & (gaps > OVERFIT)]

@@ -116,6 +116,55 @@ def test_submitit_local_executor_makes_the_same_records_as_the_process_pool(tmp_
         assert _comparable(a) == _comparable(b)
 
 
+class _FakeJob:
+    def __init__(self):
+        self.cancelled = False
+
+    def done(self):
+        return self.cancelled
+
+    def cancel(self, check=True):
+        self.cancelled = True
+
+
+class _FakeExecutor:
+    """Stands in for submitit.AutoExecutor: jobs that run until cancelled, listed in ``jobs``."""
+
+    def __init__(self, folder, cluster=None):
+        self.cluster = "local"
+
+    def update_parameters(self, **kwargs):
+        pass
+
+    def submit(self, fn, *args):
+        job = _FakeJob()
+        _FakeExecutor.jobs.append(job)
+        return job
+
+
+def test_a_stopped_submitit_sweep_cancels_its_jobs_and_gives_back_its_claims(monkeypatch, tmp_path):
+    """A stop gives the runs' claims back, so a job left running on the cluster would be
+    trained again by the next sweep: the sweep cancels what it submitted."""
+    import submitit
+
+    import residual_lib.commands.sweep as sweep_module
+
+    monkeypatch.setattr(submitit, "AutoExecutor", _FakeExecutor)
+    monkeypatch.setattr(_FakeExecutor, "jobs", [], raising=False)
+    calls = iter(range(100))
+
+    def check():  # the stop arrives once the job is submitted and the sweep is waiting on it
+        if next(calls) >= 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(sweep_module, "check", check)
+    spec = Run("smoke", "attn_only", 9)
+    with pytest.raises(KeyboardInterrupt):
+        train_runs([spec], tmp_path, jobs=1, threads=1, executor="submitit", progress=False)
+    assert len(_FakeExecutor.jobs) == 1 and _FakeExecutor.jobs[0].cancelled
+    assert not list((tmp_path / "smoke").glob(".*.claim"))
+
+
 def test_sweep_trains_seed_by_seed(monkeypatch, tmp_path):
     """A sweep stopped half-way leaves whole seeds: runs are queued seed by seed."""
     import residual_lib.commands.sweep as sweep_module

@@ -19,6 +19,7 @@
    two sweeps on one results folder split the work, and a run claimed by another live
    sweep is waited for rather than trained twice. Workers exit when the sweep's process
    dies (kill -9 included); SIGTERM stops a sweep as Ctrl-C does, keeping finished records.
+   A stopped submitit sweep cancels the jobs it submitted that have not finished.
 3. The notebooks (jupytext percent files) are converted in memory and executed by
    papermill with the parameters injected and ``train_missing=False``, so they only
    read records. Executed notebooks are kept under ``<results>/<profile>/notebooks/``
@@ -155,12 +156,18 @@ class _Submitit:
         self.executor.update_parameters(timeout_min=24 * 60, cpus_per_task=threads, gpus_per_node=gpus,
                                         name="residual_lib")
         self.poll = 0.5 if self.executor.cluster in ("local", "debug") else 10.0
+        self.jobs = []
 
     def submit(self, *args):
-        return self.executor.submit(_worker, *args)
+        job = self.executor.submit(_worker, *args)
+        self.jobs.append(job)
+        return job
 
     def close(self, interrupted: bool = False):
-        pass
+        if interrupted:  # the sweep gives its claims back: a job left running would be trained twice
+            for job in self.jobs:
+                if not job.done():
+                    job.cancel(check=False)
 
 
 def train_runs(

@@ -65,6 +65,17 @@ def test_the_finding_reads_collapse_recovery_and_fulls_best_from_the_records():
     assert chapter.finding(_frame().head(0), [], None).startswith("No profile runs the paper's setting")
 
 
+def test_one_run_is_named_and_the_runs_still_to_come_are_said_by_seed():
+    planned = plan("12_paper_scale", "cpu")
+    text = chapter.finding(_frame(attn_only=1.522), planned[1:])
+    assert "bf16), the one run recorded so far, AttnOnly seed 1337, ends at 1.522, against a floor of 3.335." in text
+    assert text.endswith("Still to come: FFNOnly, Full and NoResidual at seed 1337, then AttnOnly and FFNOnly at "
+                         "seeds 42 and 123.")
+    assert chapter.still_to_come(planned[-1:]) == "FFNOnly at seed 123"
+    assert chapter.still_to_come([planned[i] for i in (1, 4, 6)]) == \
+        "FFNOnly at seed 1337, then AttnOnly at seeds 42 and 123"
+
+
 def test_a_collapse_or_a_recovery_that_holds_in_some_seeds_only_is_named_seed_by_seed():
     seeds = (1337, 42, 123)
     mixed = chapter.finding(_frame(seeds, ffn_only=[3.330, 3.331, 2.5], attn_only=[1.60, 1.61, 3.30]), [])

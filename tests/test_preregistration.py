@@ -64,6 +64,32 @@ def test_code_that_held_the_registration_commit_is_evidence_no_clock_gives(monke
     assert preregistration.status(one)["descend"] is None and not preregistration.status(one)["holds"]
 
 
+def test_a_start_dated_after_the_fact_is_not_quoted_as_evidence(monkeypatch):
+    # code older than FIRST_START_KEPT dated a resumed run's start as its end less its processes' time
+    when = datetime(2026, 12, 5, 4, 0, tzinfo=timezone.utc)
+    monkeypatch.setattr(preregistration, "registration_commit", lambda: ("a" * 40, when))
+    old = {preregistration.FIRST_START_KEPT: False, "a" * 40: True}
+    monkeypatch.setattr(preregistration, "descends", lambda commit, sha: old[commit] if sha[0] == "b" else True)
+    frame = pd.DataFrame({"profile": ["paper-10m"] * 2, "git_sha": ["b" * 40, "c" * 40],
+                          "resumed_from_step": [4900.0, float("nan")],
+                          "started_at": ["2026-12-05T08:00:00+00:00", "2026-12-05T09:00:00+00:00"]})
+    s = preregistration.status(frame)
+    assert (s["late_dated"], s["first_start"].hour, s["holds"]) == (1, 9, True)
+    text = preregistration.statement(frame)
+    assert "the first of those that give a true start began 2026-12-05 09:00 UTC, and each was trained" in text
+    assert ("1 of them gives no true start: resumed across sessions, it was dated by code that counted only the "
+            "time its processes ran.") in text
+    one = frame.head(1)
+    text = preregistration.statement(one)
+    assert "08:00" not in text and ("precedes the one `paper-10m` record, which was trained by code that already "
+                                    "held that commit. Its record gives no true start") in text
+    monkeypatch.setattr(preregistration, "descends", lambda commit, sha: False)  # old code, before the rules too
+    s = preregistration.status(one)
+    assert (s["holds"], s["unknown"], s["first_start"]) == (False, 1, None)  # its clock is no evidence of after
+    frame["resumed_from_step"] = [float("nan")] * 2  # not resumed: the clock stands
+    assert preregistration.status(frame)["late_dated"] == 0 and preregistration.status(frame)["holds"]
+
+
 def test_descent_is_read_from_the_history_and_unknown_commits_give_none():
     import subprocess
 

@@ -196,10 +196,15 @@ def finding(records: pd.DataFrame, absent: list, study: str | None = "paper-10m"
     seeds = records.groupby("variant").size()
     ends = listing(f"{display_name(v)} at {means.loc[v, 'final_val_loss']:.3f}"
                    + (f" (mean of {seeds[v]} seeds)" if seeds[v] > 1 else "") for v in CENTRAL_VARIANTS if v in seeds)
-    text = (f"At the paper's own setting (`{p.name}`: {p.training_tokens / 1e6:.3g}M training tokens, trained here "
-            f"{scorecard.how_trained(records)}), the {plural('run', len(records))} "
-            f"{'ends' if len(records) == 1 else 'end'} with {ends}, against a floor of "
-            f"{float(records.eval_floor.mean()):.3f}.")
+    setting = (f"At the paper's own setting (`{p.name}`: {p.training_tokens / 1e6:.3g}M training tokens, trained "
+               f"here {scorecard.how_trained(records)}), ")
+    floor = f"against a floor of {float(records.eval_floor.mean()):.3f}."
+    if len(records) == 1:
+        run = records.iloc[0]
+        text = (setting + f"the one run recorded so far, {display_name(run.variant)} seed {run.seed}, ends at "
+                f"{run.final_val_loss:.3f}, " + floor)
+    else:
+        text = setting + f"the runs end with {ends}, " + floor
     said = []
     if "ffn_only" in seeds:
         said.append(_ffn_sentence(records[records.variant == "ffn_only"], values))
@@ -211,8 +216,24 @@ def finding(records: pd.DataFrame, absent: list, study: str | None = "paper-10m"
     if said:
         text += " " + "; ".join(said) + "."
     if absent:
-        text += f" {len(absent)} more {plural('run', len(absent))} of this setting {'is' if len(absent) == 1 else 'are'} planned."
+        text += f" Still to come: {still_to_come(absent)}."
     return text
+
+
+def still_to_come(absent: list) -> str:
+    """The planned runs without a record, in plan order, as a phrase: ``FFNOnly and Full at seed
+    1337, then AttnOnly at seeds 42 and 123`` (seeds that lack the same variants said together)."""
+    by_seed: dict[int, list[str]] = {}
+    for run in absent:
+        by_seed.setdefault(run.seed, []).append(display_name(run.variant))
+    groups: list[tuple[list[str], list[int]]] = []
+    for seed, names in by_seed.items():
+        if groups and groups[-1][0] == names:
+            groups[-1][1].append(seed)
+        else:
+            groups.append((names, [seed]))
+    return ", then ".join(f"{listing(names)} at {plural('seed', len(seeds))} {listing(seeds)}"
+                          for names, seeds in groups)
 
 
 def layer0_note() -> str:
@@ -319,6 +340,9 @@ def curves_figure(curves: pd.DataFrame, floor: float) -> plt.Figure:
         first = profile == shown[0]
         ax.plot(part.tokens / 1e6, part.loss, color=PALETTE[variant], lw=1.8 if first else 1.2, ls="-" if first else "--")
     ax.axhline(floor, color="black", ls=":", lw=1)
+    shown_points = curves.loss[curves.tokens > 0]  # step 0 has no place on a log axis
+    if len(shown_points):  # room above the floor, where the collapsed variants' lines run along it
+        ax.set_ylim(top=max(float(shown_points.max()), floor) + 0.1)
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
     ax.xaxis.set_minor_formatter(NullFormatter())

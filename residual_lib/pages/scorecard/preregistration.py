@@ -7,7 +7,9 @@ digest of :data:`FILES` (:func:`digest`), in a commit whose message says "pre-re
 before the first ``paper-10m`` run started. :func:`status` finds that commit in the history and
 checks every ``paper-10m`` record's start time (``provenance.started_at``: a resumed run's first
 process's) against it, and counts the records trained by code that already held the commit
-(``provenance.git_sha``), which no clock can give.
+(``provenance.git_sha``), which no clock can give. Code older than :data:`FIRST_START_KEPT` dated
+a resumed run's start as its end less the time its processes ran, later than the true start:
+such a start is no evidence either way, and the statement says so instead of quoting it.
 
 A change to any of :data:`FILES` after the registration changes the digest; the test suite
 fails until the change is listed in :data:`AMENDMENTS` (what changed, why, and whether any
@@ -40,6 +42,9 @@ FILES = (
 #: digests use those paths too; from the eighth (the move into folders) on, the paths of FILES.
 REGISTERED_DIGEST = "7913eb25a25c072124b244f5ae7caefa518e02eeecd1e26aaf6447310990e461"
 REGISTERED_FILES = 11
+#: The commit from which a resumed run's checkpoints keep the time its first process began; code
+#: before it wrote the end less the processes' running time, which leaves out the time between them.
+FIRST_START_KEPT = "1c87c33c28e3b3403364fff9d5051f09171bc98a"
 
 
 @dataclass(frozen=True)
@@ -80,7 +85,7 @@ AMENDMENTS: tuple[Amendment, ...] = (
               "a second review: spliced curves were not checked, an incomplete seed could be judged, and the "
               "post-hoc line was counted among lines fixed before the data", records_existed=False),
     Amendment("d8693ff74effcc46e2b1f6a893f9db410a942a1c4075c38db560d0f9e9f85c72", "2026-12-05",
-              "records filed outside <results>/<profile>/ are left out; a record naming another corpus (its sha256) "
+              "records filed outside `<results>/<profile>/` are left out; a record naming another corpus (its sha256) "
               "is off its profile's recipe; the central sweep is selected once (sections.central_sweep: usable "
               "controlled runs at the seeds every variant has) for the rules, the headline and chapter 6; a table "
               "keeps runs of other conditions in rows of their own",
@@ -167,6 +172,18 @@ def _code_commits(own: pd.DataFrame) -> list:
     return [(read_record(path).get("provenance") or {}).get("git_sha") for path in own["path"]]
 
 
+def _resumed(own: pd.DataFrame) -> list:
+    """Whether each record of ``own`` was resumed from a checkpoint (``provenance.resumed_from_step``):
+    its ``resumed_from_step`` column, or the file at its ``path``; None where neither says."""
+    if "resumed_from_step" in own:
+        return [bool(pd.notna(step)) for step in own["resumed_from_step"]]
+    if "path" not in own:
+        return [None] * len(own)
+    from ...storage.records import read_record
+
+    return [(read_record(path).get("provenance") or {}).get("resumed_from_step") is not None for path in own["path"]]
+
+
 def status(records: pd.DataFrame) -> dict:
     """The registration against the ``paper-10m`` records of ``records``
     (:func:`residual_lib.study.frames.load_records` rows): ``commit`` and ``registered`` (None
@@ -174,17 +191,22 @@ def status(records: pd.DataFrame) -> dict:
     held the commit, ``provenance.git_sha``: evidence no clock gives; None where no record's
     commit is in the history), ``started_after`` (how many began after the commit: by their
     code, or by their records' clocks), ``unknown`` (how many of the others record no start),
-    ``first_start`` and ``holds`` (every record began after the commit)."""
+    ``first_start`` and ``holds`` (every record began after the commit), and ``late_dated`` (how many
+    were resumed by code older than :data:`FIRST_START_KEPT`: their start times are left out)."""
     found = registration_commit()
     own = records[records.profile == PROFILE] if "profile" in records else records.head(0)
     starts = pd.to_datetime(own["started_at"] if "started_at" in own else pd.Series(None, index=own.index,
                                                                                    dtype=object), utc=True)
+    codes = _code_commits(own)
+    late = pd.Series([bool(resumed) and descends(FIRST_START_KEPT, code) is not True
+                      for resumed, code in zip(_resumed(own), codes)], index=own.index, dtype=bool)
+    starts = starts.where(~late)  # a start dated after the fact, later than the true one: no evidence
     out = {"commit": None, "registered": None, "digest": REGISTERED_DIGEST, "records": len(own),
            "started_after": None, "unknown": None, "first_start": starts.min() if starts.notna().any() else None,
-           "holds": None, "amendments": len(AMENDMENTS), "descend": None}
+           "holds": None, "amendments": len(AMENDMENTS), "descend": None, "late_dated": int(late.sum())}
     if found is not None:
         sha, when = found
-        held = pd.Series([descends(sha, code) for code in _code_commits(own)], index=own.index, dtype=object)
+        held = pd.Series([descends(sha, code) for code in codes], index=own.index, dtype=object)
         # code that already held the commit cannot have run before it, whatever a clock says
         after = (held == True) | (starts > pd.Timestamp(when))  # noqa: E712 (None is neither)
         out.update(commit=sha, registered=when, started_after=int(after.sum()), holds=bool(after.all()),
@@ -209,6 +231,16 @@ def _descent(s: dict) -> str:
             "(the others by their clocks)")
 
 
+def _late_dated(s: dict) -> str:
+    """A sentence on the records whose start is left out (:data:`FIRST_START_KEPT`), or none."""
+    k, n = s["late_dated"], s["records"]
+    if not k:
+        return ""
+    who = "Its record gives" if n == 1 else (f"{k} of them give{'s' if k == 1 else ''}" if k < n else "They give")
+    return (f" {who} no true start: resumed across sessions, {'it was' if k == 1 else 'they were'} dated by code "
+            f"that counted only the time {'its' if k == 1 else 'their'} processes ran.")
+
+
 def statement(records: pd.DataFrame, brief: bool = False) -> str:
     """The scorecard's sentences on the registration; ``brief``: the amendments counted, not
     listed (the scorecard lists them), for a chapter's opening."""
@@ -228,8 +260,12 @@ def statement(records: pd.DataFrame, brief: bool = False) -> str:
         if n == 1:
             text += f"the one `{PROFILE}` record" + (f": it started {first}" if first else "")
         else:
-            text += f"all {n} `{PROFILE}` records" + (f": the first of them started {first}" if first else "")
-        text += _descent(s) + "."
+            text += f"all {n} `{PROFILE}` records" + (
+                "" if not first else f": the first of those that give a true start began {first}"
+                if s["late_dated"] else f": the first of them started {first}")
+        descent = _descent(s)
+        text += (descent if first or n > 1 else descent.replace(", and it was", ", which was", 1)) + "." + \
+            _late_dated(s)
     else:
         after, unknown = s["started_after"], s["unknown"]
         before = n - after - unknown
@@ -240,7 +276,7 @@ def statement(records: pd.DataFrame, brief: bool = False) -> str:
         text = text.replace("were fixed before its data", "were registered") + (
             f"{some} of the {n} `{PROFILE}` records: {' and '.join(parts)}, so the verdicts that read "
             f"{'it' if n - after == 1 else 'them'} may rest on rules written with {'it' if n - after == 1 else 'them'}"
-            " in view.")
+            " in view.") + _late_dated(s)
     if AMENDMENTS and brief:
         times = {1: "once", 2: "twice"}.get(len(AMENDMENTS), f"{len(AMENDMENTS)} times")
         existed = sum(a.records_existed for a in AMENDMENTS)
@@ -249,9 +285,9 @@ def statement(records: pd.DataFrame, brief: bool = False) -> str:
                  "; the [scorecard](../book/scorecard) lists what each changed and why.")
     elif AMENDMENTS:
         times = {1: "once", 2: "twice"}.get(len(AMENDMENTS), f"{len(AMENDMENTS)} times")
-        text += f" The files were amended {times} since: " + \
-            "; ".join(f"{a.date}, {a.change} ({a.reason}; paper-10m records existed: "
-                      f"{'yes' if a.records_existed else 'no'})" for a in AMENDMENTS) + "."
+        text += f" The files were amended {times} since, oldest first:\n\n" + "\n".join(
+            f"- {a.date}: {a.change}. Why: {a.reason}. `paper-10m` records then: "
+            f"{'some' if a.records_existed else 'none'}." for a in AMENDMENTS)
     else:
         text += " They have not changed since."
     return text

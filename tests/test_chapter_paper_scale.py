@@ -148,6 +148,18 @@ def test_the_block_0_and_alpha_sentences_read_their_tables():
     assert text.startswith("AttnOnly's α_tt averages 0.420 over its layers and heads and reaches 0.930 in its largest")
     assert "against 0.020 for attention spread evenly" in text and "a head reaches" in text
     assert "no head reaches" in chapter.alpha_text(table.assign(**{"largest head": [0.2, 0.5]}), 0.02)
+    assert "waits for Full" not in text
+    assert chapter.alpha_text(table.tail(1), 0.02).endswith("The scorecard's verdict waits for Full, its control.")
+
+
+def test_one_run_that_does_not_overfit_is_said_as_one_and_the_cost_of_a_run_is_read_from_the_records():
+    one = _frame(attn_only=1.522).assign(best_val_loss=1.518)
+    assert chapter.overfit_text(one) == ("AttnOnly's final loss lies 0.004 nats above its best. That is within the "
+                                         "0.01 nats this chapter counts as overfitting.")
+    timed = one.assign(wall_seconds=62_657.0, tokens_per_second=1_569.0)
+    assert chapter.cost(timed) == "`paper-10m` trains on this CPU, 17 hours a run on one core (1,569 tokens/s, over 1 run)"
+    assert chapter.cost(timed.assign(wall_seconds=600.0), "smoke-paper").startswith("`smoke-paper` trains on this CPU, 10 minutes")
+    assert chapter.cost(one.head(0)) == "`paper-10m` trains on this CPU, one core a run"
 
 
 def test_the_ladder_sets_its_top_rung_beside_the_papers_setting(smoke_results):

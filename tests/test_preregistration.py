@@ -78,16 +78,43 @@ def test_a_start_dated_after_the_fact_is_not_quoted_as_evidence(monkeypatch):
     text = preregistration.statement(frame)
     assert "the first of those that give a true start began 2026-12-05 09:00 UTC, and each was trained" in text
     assert ("1 of them gives no true start: resumed across sessions, it was dated by code that counted only the "
-            "time its processes ran.") in text
+            "time its processes ran, so the start it records (2026-12-05 08:00 UTC) is later than the true one.") in text
     one = frame.head(1)
     text = preregistration.statement(one)
-    assert "08:00" not in text and ("precedes the one `paper-10m` record, which was trained by code that already "
+    assert "started 2026-12-05 08:00" not in text and ("precedes the one `paper-10m` record, which was trained by code that already "
                                     "held that commit. Its record gives no true start") in text
     monkeypatch.setattr(preregistration, "descends", lambda commit, sha: False)  # old code, before the rules too
     s = preregistration.status(one)
     assert (s["holds"], s["unknown"], s["first_start"]) == (False, 1, None)  # its clock is no evidence of after
     frame["resumed_from_step"] = [float("nan")] * 2  # not resumed: the clock stands
     assert preregistration.status(frame)["late_dated"] == 0 and preregistration.status(frame)["holds"]
+
+
+def test_amendments_made_after_a_records_code_was_committed_are_said_to_be_so(monkeypatch):
+    when = datetime(2026, 12, 5, 4, 0, tzinfo=timezone.utc)
+    monkeypatch.setattr(preregistration, "registration_commit", lambda: ("a" * 40, when))
+    monkeypatch.setattr(preregistration, "descends", lambda commit, sha: True)
+    frame = pd.DataFrame({"profile": ["paper-10m"], "git_sha": ["b" * 40], "started_at": ["2026-12-05T09:00:00+00:00"]})
+    amendments = preregistration.AMENDMENTS
+    monkeypatch.setattr(preregistration, "commit_time", lambda sha: amendments[2].when)  # code after the third
+    brief = preregistration.statement(frame, brief=True)
+    n = len(amendments)
+    assert (f"each before any `paper-10m` record existed; {n - 3} of them came after the code that trained it was "
+            f"committed ({amendments[2].date}), so while that run may already have been training;") in brief
+    monkeypatch.setattr(preregistration, "commit_time", lambda sha: amendments[-1].when)  # code after them all
+    assert "each before any `paper-10m` record existed; the [scorecard]" in preregistration.statement(frame, brief=True)
+
+
+def test_each_amendment_is_dated_by_the_commit_that_made_it():
+    import subprocess
+
+    for amendment in preregistration.AMENDMENTS:
+        out = subprocess.run(["git", "log", "--reverse", "--format=%cI", f"-S{amendment.digest}"],
+                             cwd=preregistration._PACKAGE, capture_output=True, text=True)
+        if out.returncode or not out.stdout.strip():
+            pytest.skip("no git history to date the amendments by")
+        made = datetime.fromisoformat(out.stdout.split()[0]).astimezone(timezone.utc)
+        assert made.strftime("%Y-%m-%d %H:%M UTC") == amendment.date, amendment.change[:60]
 
 
 def test_descent_is_read_from_the_history_and_unknown_commits_give_none():

@@ -172,3 +172,19 @@ def mean_std(values: pd.Series, seeds: bool = False) -> str:
 def missing_runs(absent: list) -> pd.DataFrame:
     """Runs a page would show that have no record yet (``records.attrs["missing"]``), one per row."""
     return pd.DataFrame({"run": [display_name(run.label()) for run in absent]})
+
+
+def still_to_come(absent: list) -> str:
+    """The planned runs without a record, in plan order, as a phrase: ``FFNOnly and Full at seed
+    1337, then AttnOnly at seeds 42 and 123`` (seeds that lack the same variants said together)."""
+    by_seed: dict[int, list[str]] = {}
+    for run in absent:
+        by_seed.setdefault(run.seed, []).append(display_name(run.variant))
+    groups: list[tuple[list[str], list[int]]] = []
+    for seed, names in by_seed.items():
+        if groups and groups[-1][0] == names:
+            groups[-1][1].append(seed)
+        else:
+            groups.append((names, [seed]))
+    return ", then ".join(f"{listing(names)} at {plural('seed', len(seeds))} {listing(seeds)}"
+                          for names, seeds in groups)

@@ -16,7 +16,7 @@ from ...storage.records import read_record
 from ...study import analysis, paper
 from .. import scorecard
 from ..plots import PALETTE, WIDTH
-from ..tables import listing, mean_std, missing_runs, number, plural  # noqa: F401 (missing_runs: the notebook's)
+from ..tables import listing, mean_std, missing_runs, number, plural, still_to_come  # noqa: F401 (missing_runs: the notebook's)
 
 #: nanoGPT's published best validation loss for its ``shakespeare_char`` configuration, the Full
 #: model at this setting (nanoGPT's README: "val loss 1.4697", about 3 minutes on one A100). A
@@ -27,7 +27,7 @@ OVERFIT = 0.01
 #: The scorecard's claims this chapter's records decide at the paper's setting.
 CLAIMS = ["asymmetry_10m", "ffn_collapse_10m", "ffn_vs_no_residual", "ratio_10m", "joint_collapse_10m",
           "layer0_starved_attn_only", "layer0_starved_ffn_only", "layer0_starved_no_residual", "layer0_full",
-          "alpha_routing"]
+          "alpha_routing", "original_record"]
 
 
 def profiles(profile: str) -> tuple[str | None, str]:
@@ -220,20 +220,15 @@ def finding(records: pd.DataFrame, absent: list, study: str | None = "paper-10m"
     return text
 
 
-def still_to_come(absent: list) -> str:
-    """The planned runs without a record, in plan order, as a phrase: ``FFNOnly and Full at seed
-    1337, then AttnOnly at seeds 42 and 123`` (seeds that lack the same variants said together)."""
-    by_seed: dict[int, list[str]] = {}
-    for run in absent:
-        by_seed.setdefault(run.seed, []).append(display_name(run.variant))
-    groups: list[tuple[list[str], list[int]]] = []
-    for seed, names in by_seed.items():
-        if groups and groups[-1][0] == names:
-            groups[-1][1].append(seed)
-        else:
-            groups.append((names, [seed]))
-    return ", then ".join(f"{listing(names)} at {plural('seed', len(seeds))} {listing(seeds)}"
-                          for names, seeds in groups)
+
+def cost(records: pd.DataFrame, study: str | None = "paper-10m") -> str:
+    """What a run of the paper's setting costs here, from its records, for the introduction."""
+    if study is None or not len(records):
+        return f"`{study or 'paper-10m'}` trains on this CPU, one core a run"
+    hours, rate = records.wall_seconds.mean() / 3600, records.tokens_per_second.mean()
+    took = f"{hours:.0f} hours" if hours >= 1 else f"{hours * 60:.0f} minutes"
+    return (f"`{study}` trains on this CPU, {took} a run on one core ({rate:,.0f} tokens/s, over "
+            f"{len(records)} {plural('run', len(records))})")
 
 
 def layer0_note() -> str:
@@ -315,7 +310,7 @@ def alpha_text(table: pd.DataFrame, uniform: float) -> str:
     return (f"AttnOnly's α_tt averages {mean:.3f} over its layers and heads and reaches {top:.3f} in its largest "
             f"head, against {uniform:.3f} for attention spread evenly over the causal window and the {line:g} the "
             f"scorecard counts as ≈ 1: {'a head reaches' if top >= line else 'no head reaches'} the paper's proposed "
-            "self-routing.")
+            "self-routing." + ("" if "Full" in rows.index else " The scorecard's verdict waits for Full, its control."))
 
 
 def mean_curves(records: pd.DataFrame, stand_in: pd.DataFrame) -> pd.DataFrame:
@@ -372,7 +367,8 @@ def overfit_text(records: pd.DataFrame) -> str:
                                                                               records.eval_floor)]]
     over = gaps[gaps.index.isin(learned.variant) & (gaps > OVERFIT)]
     if not len(over):
-        return text + f"No variant that learned overfits by more than {OVERFIT:g} nats at this budget."
+        return text + (f"No variant that learned overfits by more than {OVERFIT:g} nats at this budget." if len(shown) > 1
+                       else f"That is within the {OVERFIT:g} nats this chapter counts as overfitting.")
     worst = over.idxmax()
     step = int(_field(records[records.variant == worst], "best_step").min())
     whose = "its" if len(over) == 1 else f"{display_name(worst)}'s"

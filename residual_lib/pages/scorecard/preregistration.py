@@ -49,8 +49,9 @@ FIRST_START_KEPT = "1c87c33c28e3b3403364fff9d5051f09171bc98a"
 
 @dataclass(frozen=True)
 class Amendment:
-    """A change to the registered files after the registration: the digest it leads to, when,
-    what and why, and whether ``paper-10m`` records existed then."""
+    """A change to the registered files after the registration: the digest it leads to, when
+    (its commit's time, ``YYYY-MM-DD HH:MM UTC``), what and why, and whether ``paper-10m`` records
+    existed then."""
 
     digest: str
     date: str
@@ -58,18 +59,22 @@ class Amendment:
     reason: str
     records_existed: bool
 
+    @property
+    def when(self) -> datetime:
+        return datetime.strptime(self.date, "%Y-%m-%d %H:%M UTC").replace(tzinfo=timezone.utc)
+
 
 #: Every change to :data:`FILES` since the registration, oldest first.
 AMENDMENTS: tuple[Amendment, ...] = (
-    Amendment("51c0e446fe417f0b341ecc7d61ae9c9935daa8c4e0ce369be071e7b29857f60a", "2026-12-05",
+    Amendment("51c0e446fe417f0b341ecc7d61ae9c9935daa8c4e0ce369be071e7b29857f60a", "2026-12-05 04:44 UTC",
               "load_curves counts a run once when two record files share its key, as load_records does; the "
               "tables name the kernels of the records they show (frames.kernel_labels)",
               "a copied record doubled a run's curves; which kernels made a table's numbers was not said",
               records_existed=False),
-    Amendment("fbb2c057f29c68fa72f891e713544e9ca9a5bfd5472ceb7bcf17d87384fe20f2", "2026-12-05",
+    Amendment("fbb2c057f29c68fa72f891e713544e9ca9a5bfd5472ceb7bcf17d87384fe20f2", "2026-12-05 06:18 UTC",
               "a run's records are counted once in the reader both loaders share, not in each loader",
               "one mechanism instead of two; the same rows and curves", records_existed=False),
-    Amendment("c86115572e13ccc84e9cadefb1cc190ddc4b49ed502b7d981f16b7b982638647", "2026-12-05",
+    Amendment("c86115572e13ccc84e9cadefb1cc190ddc4b49ed502b7d981f16b7b982638647", "2026-12-05 07:17 UTC",
               "the gain confound judged at each of three seeds, its timing read on runs that evaluate the first "
               "500 steps every 20 (gains.py joins the registered files); the escape study counts at the line an "
               "input-blind model can reach and apart for runs started after its lines were fixed; the mixer's "
@@ -77,14 +82,14 @@ AMENDMENTS: tuple[Amendment, ...] = (
               "named with its sign, a statement cut short, a statement's section, the routing rule's best layer",
               "a review of the stand-in's verdicts: the timing rested on one seed and evaluations 100 steps "
               "apart, and several texts said more than their numbers", records_existed=False),
-    Amendment("28c3ea241f877d43e69bd93fbe2119158b141ecf2ce5a339910630db4b9a8235", "2026-12-05",
+    Amendment("28c3ea241f877d43e69bd93fbe2119158b141ecf2ce5a339910630db4b9a8235", "2026-12-05 07:36 UTC",
               "a timing run is read only where it retraces its gain run to within 0.01 nats (limits.EARLY_AGREE); "
               "a seed is judged on the gain confound only when run at every gain; the timing also given at the "
               "paper's own 200 steps; the input-blind line marked as drawn after the runs; the paper's relative "
               "gaps named FFNOnly − AttnOnly; wording of the intermediate reproduction's agreement",
               "a second review: spliced curves were not checked, an incomplete seed could be judged, and the "
               "post-hoc line was counted among lines fixed before the data", records_existed=False),
-    Amendment("d8693ff74effcc46e2b1f6a893f9db410a942a1c4075c38db560d0f9e9f85c72", "2026-12-05",
+    Amendment("d8693ff74effcc46e2b1f6a893f9db410a942a1c4075c38db560d0f9e9f85c72", "2026-12-05 09:41 UTC",
               "records filed outside `<results>/<profile>/` are left out; a record naming another corpus (its sha256) "
               "is off its profile's recipe; the central sweep is selected once (sections.central_sweep: usable "
               "controlled runs at the seeds every variant has) for the rules, the headline and chapter 6; a table "
@@ -92,25 +97,25 @@ AMENDMENTS: tuple[Amendment, ...] = (
               "a fault probe: a copied results folder was counted again, a shuffled corpus trained under the "
               "profile's name, and one missing record let two pages state two means for one claim",
               records_existed=False),
-    Amendment("05844b1a41f4c95ea0401535610b280f67f76946a516b95deb4c70826a180502", "2026-12-05",
+    Amendment("05844b1a41f4c95ea0401535610b280f67f76946a516b95deb4c70826a180502", "2026-12-05 10:05 UTC",
               "a record in a folder not named after its profile is left out; records of one profile that name "
               "different corpora are kept apart; the intermediate-reproduction rule reads AttnOnly over the central "
               "sweep's seeds",
               "a second fault probe: copies filed beside the profile folders were bad records, OpenWebText records "
               "of other documents shared a profile, and AttnOnly's mean was quoted over two sets of seeds",
               records_existed=False),
-    Amendment("584515f2bd431282d250082ab3088ffc777f7c47a90439ec7f4f92bc58473b38", "2026-12-05",
+    Amendment("584515f2bd431282d250082ab3088ffc777f7c47a90439ec7f4f92bc58473b38", "2026-12-05 13:12 UTC",
               "the plans gain chapter 12, the paper's setting beside the stand-in (sections._paper_scale: the four "
               "variants at the first seed, then AttnOnly and FFNOnly at two more, the runs already queued); no rule, "
               "threshold or selection changed",
               "the book had no page for the paper-10m runs; AttnOnly seed 1337 was training, its checkpoints unread",
               records_existed=False),
-    Amendment("7ef39071927668af06c180f4f98698fbb627144564dfb721a502a1e3de9d25a1", "2026-12-05",
+    Amendment("7ef39071927668af06c180f4f98698fbb627144564dfb721a502a1e3de9d25a1", "2026-12-05 13:38 UTC",
               "the package's modules moved into folders by layer: the registered files now sit under pages/scorecard/ "
               "and study/; their imports, and the module paths their docstrings and messages name, follow them. No "
               "other line changed",
               "a package whose folders show its layers", records_existed=False),
-    Amendment("1b3e6fea98f9b1e5aebe7f6c69e09b2a4602015e3ec6b3551154c29b0078b61d", "2026-12-05",
+    Amendment("1b3e6fea98f9b1e5aebe7f6c69e09b2a4602015e3ec6b3551154c29b0078b61d", "2026-12-05 14:07 UTC",
               "chapter 12's plan keeps to the variants it is asked for; no rule, threshold or selection changed",
               "a sweep asked for one variant would have queued the paper setting's others, hours each",
               records_existed=False),
@@ -160,6 +165,18 @@ def descends(commit: str, sha) -> bool | None:
     return {0: True, 1: False}.get(out.returncode)
 
 
+def commit_time(sha) -> datetime | None:
+    """When ``sha`` was committed, from this checkout's history; None where it is not there."""
+    if not isinstance(sha, str) or not sha.strip():
+        return None
+    try:
+        out = subprocess.run(["git", "show", "-s", "--format=%cI", sha], cwd=_PACKAGE, capture_output=True,
+                             text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return datetime.fromisoformat(out.stdout.strip()) if out.returncode == 0 and out.stdout.strip() else None
+
+
 def _code_commits(own: pd.DataFrame) -> list:
     """The commit of the code that trained each record of ``own``: its ``git_sha`` column, or
     the ``provenance.git_sha`` of the file at its ``path``."""
@@ -200,10 +217,15 @@ def status(records: pd.DataFrame) -> dict:
     codes = _code_commits(own)
     late = pd.Series([bool(resumed) and descends(FIRST_START_KEPT, code) is not True
                       for resumed, code in zip(_resumed(own), codes)], index=own.index, dtype=bool)
+    late_start = starts[late].min() if late.any() else None
     starts = starts.where(~late)  # a start dated after the fact, later than the true one: no evidence
+    known = [t for t in (commit_time(code) for code in dict.fromkeys(codes)) if t is not None] if len(own) else []
+    code_from = min(known) if known else None  # no run of these records can have begun before its code existed
     out = {"commit": None, "registered": None, "digest": REGISTERED_DIGEST, "records": len(own),
            "started_after": None, "unknown": None, "first_start": starts.min() if starts.notna().any() else None,
-           "holds": None, "amendments": len(AMENDMENTS), "descend": None, "late_dated": int(late.sum())}
+           "holds": None, "amendments": len(AMENDMENTS), "descend": None, "late_dated": int(late.sum()),
+           "late_start": late_start, "code_from": code_from,
+           "amended_after_code": sum(a.when > code_from for a in AMENDMENTS) if code_from else 0}
     if found is not None:
         sha, when = found
         held = pd.Series([descends(sha, code) for code in codes], index=own.index, dtype=object)
@@ -237,8 +259,22 @@ def _late_dated(s: dict) -> str:
     if not k:
         return ""
     who = "Its record gives" if n == 1 else (f"{k} of them give{'s' if k == 1 else ''}" if k < n else "They give")
+    recorded = s["late_start"].strftime("%Y-%m-%d %H:%M UTC")
     return (f" {who} no true start: resumed across sessions, {'it was' if k == 1 else 'they were'} dated by code "
-            f"that counted only the time {'its' if k == 1 else 'their'} processes ran.")
+            f"that counted only the time {'its' if k == 1 else 'their'} processes ran, so "
+            + (f"the start it records ({recorded}) is later than the true one." if k == 1 else
+               f"the starts they record (the first {recorded}) are later than the true ones."))
+
+
+def _while_training(s: dict) -> str:
+    """A clause on the amendments made after the code of a ``paper-10m`` record was committed, or none."""
+    k = s["amended_after_code"]
+    if not k:
+        return ""
+    when = s["code_from"].astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return (f"; {'all' if k == len(AMENDMENTS) else k} of them came after the code that trained "
+            f"{'the first record' if s['records'] > 1 else 'it'} was committed ({when}), so while that run may "
+            "already have been training")
 
 
 def statement(records: pd.DataFrame, brief: bool = False) -> str:
@@ -281,11 +317,11 @@ def statement(records: pd.DataFrame, brief: bool = False) -> str:
         times = {1: "once", 2: "twice"}.get(len(AMENDMENTS), f"{len(AMENDMENTS)} times")
         existed = sum(a.records_existed for a in AMENDMENTS)
         text += (f" The files were amended {times} since, " + ("each before any `paper-10m` record existed"
-                 if not existed else f"{existed} of them after `paper-10m` records existed") +
+                 if not existed else f"{existed} of them after `paper-10m` records existed") + _while_training(s) +
                  "; the [scorecard](../book/scorecard) lists what each changed and why.")
     elif AMENDMENTS:
         times = {1: "once", 2: "twice"}.get(len(AMENDMENTS), f"{len(AMENDMENTS)} times")
-        text += f" The files were amended {times} since, oldest first:\n\n" + "\n".join(
+        text += f" The files were amended {times} since{_while_training(s)}. Each change, oldest first:\n\n" + "\n".join(
             f"- {a.date}: {a.change}. Why: {a.reason}. `paper-10m` records then: "
             f"{'some' if a.records_existed else 'none'}." for a in AMENDMENTS)
     else:

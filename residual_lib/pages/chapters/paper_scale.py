@@ -16,7 +16,8 @@ from ...storage.records import read_record
 from ...study import analysis, paper
 from .. import scorecard
 from ..plots import PALETTE, WIDTH
-from ..tables import listing, mean_std, missing_runs, number, plural, still_to_come  # noqa: F401 (missing_runs: the notebook's)
+from ..tables import (  # noqa: F401 (missing_runs: the notebook's)
+    listing, mean_std, missing_runs, number, plural, still_to_come)
 
 #: nanoGPT's published best validation loss for its ``shakespeare_char`` configuration, the Full
 #: model at this setting (nanoGPT's README: "val loss 1.4697", about 3 minutes on one A100). A
@@ -218,7 +219,6 @@ def finding(records: pd.DataFrame, absent: list, study: str | None = "paper-10m"
     if absent:
         text += f" Still to come: {still_to_come(absent)}."
     return text
-
 
 
 def cost(records: pd.DataFrame, study: str | None = "paper-10m") -> str:

@@ -177,28 +177,16 @@ def commit_time(sha) -> datetime | None:
     return datetime.fromisoformat(out.stdout.strip()) if out.returncode == 0 and out.stdout.strip() else None
 
 
-def _code_commits(own: pd.DataFrame) -> list:
-    """The commit of the code that trained each record of ``own``: its ``git_sha`` column, or
-    the ``provenance.git_sha`` of the file at its ``path``."""
-    if "git_sha" in own:
-        return list(own["git_sha"])
+def _provenance(own: pd.DataFrame, field: str) -> list:
+    """One provenance field of each record of ``own``: its column of that name, or the field of
+    the file at its ``path``; None where neither says."""
+    if field in own:
+        return [None if not isinstance(x, str) and pd.isna(x) else x for x in own[field]]
     if "path" not in own:
         return [None] * len(own)
     from ...storage.records import read_record
 
-    return [(read_record(path).get("provenance") or {}).get("git_sha") for path in own["path"]]
-
-
-def _resumed(own: pd.DataFrame) -> list:
-    """Whether each record of ``own`` was resumed from a checkpoint (``provenance.resumed_from_step``):
-    its ``resumed_from_step`` column, or the file at its ``path``; None where neither says."""
-    if "resumed_from_step" in own:
-        return [bool(pd.notna(step)) for step in own["resumed_from_step"]]
-    if "path" not in own:
-        return [None] * len(own)
-    from ...storage.records import read_record
-
-    return [(read_record(path).get("provenance") or {}).get("resumed_from_step") is not None for path in own["path"]]
+    return [(read_record(path).get("provenance") or {}).get(field) for path in own["path"]]
 
 
 def status(records: pd.DataFrame) -> dict:
@@ -214,9 +202,9 @@ def status(records: pd.DataFrame) -> dict:
     own = records[records.profile == PROFILE] if "profile" in records else records.head(0)
     starts = pd.to_datetime(own["started_at"] if "started_at" in own else pd.Series(None, index=own.index,
                                                                                    dtype=object), utc=True)
-    codes = _code_commits(own)
-    late = pd.Series([bool(resumed) and descends(FIRST_START_KEPT, code) is not True
-                      for resumed, code in zip(_resumed(own), codes)], index=own.index, dtype=bool)
+    codes = _provenance(own, "git_sha")  # the commit of the code that trained each record
+    late = pd.Series([step is not None and descends(FIRST_START_KEPT, code) is not True
+                      for step, code in zip(_provenance(own, "resumed_from_step"), codes)], index=own.index, dtype=bool)
     late_start = starts[late].min() if late.any() else None
     starts = starts.where(~late)  # a start dated after the fact, later than the true one: no evidence
     known = [t for t in (commit_time(code) for code in dict.fromkeys(codes)) if t is not None] if len(own) else []
@@ -237,13 +225,14 @@ def status(records: pd.DataFrame) -> dict:
     return out
 
 
-def _descent(s: dict) -> str:
-    """The clause on the records' code, after their start: which held the registration commit."""
+def _descent(s: dict, which: bool = False) -> str:
+    """The clause on the records' code, after their start (``which``: after the one record's
+    name, with no start said): which held the registration commit."""
     n, k = s["records"], s["descend"]
     if k is None:
         return ""
     if n == 1:
-        return (", and it was trained by code that already held that commit" if k else
+        return (f", {'which' if which else 'and it'} was trained by code that already held that commit" if k else
                 ", by its clock: its code did not hold that commit yet (a checkout of an older one)")
     if k == n:
         return ", and each was trained by code that already held that commit"
@@ -299,9 +288,7 @@ def statement(records: pd.DataFrame, brief: bool = False) -> str:
             text += f"all {n} `{PROFILE}` records" + (
                 "" if not first else f": the first of those that give a true start began {first}"
                 if s["late_dated"] else f": the first of them started {first}")
-        descent = _descent(s)
-        text += (descent if first or n > 1 else descent.replace(", and it was", ", which was", 1)) + "." + \
-            _late_dated(s)
+        text += _descent(s, which=n == 1 and not first) + "." + _late_dated(s)
     else:
         after, unknown = s["started_after"], s["unknown"]
         before = n - after - unknown

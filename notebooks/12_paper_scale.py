@@ -17,7 +17,7 @@
 # on far fewer tokens ([chapter 3](03_setup) sets the profiles side by side). The ladder's top
 # rung has the paper's width and depth but the stand-in's context and budget
 # ([chapter 9](09_scale_ladder)). Here the paper's setting itself is trained,
-# {glue:md}`paper_scale_recipe`
+# {glue:md}`paper_scale_recipe` {glue:md}`paper_scale_platform`
 #
 # **Fixed before the data.** {glue:md}`paper_scale_registration`
 
@@ -38,6 +38,7 @@ from residual_lib.pages import plots
 from residual_lib.pages.book import Prose, glue
 from residual_lib.pages.chapters import paper_scale as chapter
 from residual_lib.pages.notebook import notebook_records
+from residual_lib.pages.platforms import trained_on
 from residual_lib.pages.scorecard import preregistration
 from residual_lib.pages.tables import table
 from residual_lib.study.sections import central_sweep
@@ -50,6 +51,7 @@ stand_in = central_sweep(every_run[every_run.profile == stand_in_profile])
 glue("paper_scale_finding", Prose(chapter.finding(records, absent, study)))
 glue("paper_scale_recipe", Prose(chapter.recipe(study)))
 glue("paper_scale_cost", Prose(chapter.cost(records, study)))
+glue("paper_scale_platform", Prose(trained_on(records)))
 registration = preregistration.statement(every_run, brief=True)
 glue("paper_scale_registration", Prose(registration))
 glue("paper_scale_about", Prose(chapter.comparison_note(stand_in_profile)))

@@ -1,0 +1,50 @@
+"""Where a page's runs trained, in words (residual_lib.pages.platforms): one clause per device and platforms."""
+
+import pandas as pd
+import pytest
+
+from residual_lib.pages import platforms
+
+AMX = {"device": "cpu", "cpu_threads": 1, "cpu_capability": "AVX512", "precision": "bf16 autocast", "amx": True}
+NO_AMX = {**AMX, "amx": False}
+
+
+@pytest.fixture
+def records(monkeypatch):
+    """A frame of runs whose record files hold the provenance given per path."""
+    provenance = {}
+    monkeypatch.setattr(platforms, "read_record", lambda path: {"provenance": provenance[path]})
+
+    def make(*runs):
+        for variant, seed, prov in runs:
+            provenance[f"{variant}-{seed}"] = prov
+        return pd.DataFrame([{"variant": v, "seed": s, "path": f"{v}-{s}"} for v, s, _ in runs])
+    return make
+
+
+def test_one_platform_is_one_clause(records):
+    assert platforms.trained_on(records(("attn_only", 1337, AMX))) == (
+        "The run trained on one CPU core with AVX-512 kernels and the AMX matrix units.")
+    both = platforms.trained_on(records(("attn_only", 1337, AMX), ("full", 1337, AMX)))
+    assert both == "All 2 runs trained on one CPU core with AVX-512 kernels and the AMX matrix units."
+
+
+def test_runs_on_different_kernels_are_named_by_platform(records):
+    text = platforms.trained_on(records(("attn_only", 1337, AMX), ("ffn_only", 1337, NO_AMX),
+                                      ("ffn_only", 42, NO_AMX)))
+    assert text.startswith("The runs did not all train on the same kernels: ")
+    assert "AttnOnly seed 1337 on one CPU core with AVX-512 kernels and the AMX matrix units; " in text
+    assert "FFNOnly seeds 42 and 1337 on one CPU core with AVX-512 kernels and no AMX matrix units." in text
+
+
+def test_amx_is_named_for_bf16_only_and_gpus_by_name():
+    assert platforms.platform({**AMX, "precision": "fp32"}) == "one CPU core with AVX-512 kernels"
+    assert platforms.platform({"device": "cuda", "device_name": "NVIDIA H200"}) == "one NVIDIA H200"
+    old = platforms.platform({"device": "cpu", "cpu_threads": 1, "precision": "bf16 autocast"})
+    assert old == "one CPU core, its kernels not recorded"
+    assert platforms.platform({**NO_AMX, "cpu_threads": 2, "cpu_capability": "AVX2"}) == (
+        "2 CPU threads with AVX2 kernels and no AMX matrix units")
+
+
+def test_no_records_no_sentence(records):
+    assert platforms.trained_on(records()) == ""

@@ -157,9 +157,10 @@ def test_one_run_that_does_not_overfit_is_said_as_one_and_the_cost_of_a_run_is_r
     assert chapter.overfit_text(one) == ("AttnOnly's final loss lies 0.004 nats above its best. That is within the "
                                          "0.01 nats this chapter counts as overfitting.")
     timed = one.assign(wall_seconds=62_657.0, tokens_per_second=1_569.0)
-    assert chapter.cost(timed) == "`paper-10m` trains on this CPU, 17 hours a run on one core (1,569 tokens/s, over 1 run)"
-    assert chapter.cost(timed.assign(wall_seconds=600.0), "smoke-paper").startswith("`smoke-paper` trains on this CPU, 10 minutes")
-    assert chapter.cost(one.head(0)) == "`paper-10m` trains on this CPU, one core a run"
+    assert chapter.cost(timed) == ("`paper-10m` trains on a CPU, 17 hours a run on one core with its evaluations "
+                                   "(training at 1,569 tokens/s; 1 run on record)")
+    assert chapter.cost(timed.assign(wall_seconds=600.0), "smoke-paper").startswith("`smoke-paper` trains on a CPU, 10 minutes")
+    assert chapter.cost(one.head(0)) == "`paper-10m` trains on a CPU, one core a run"
 
 
 def test_the_ladder_sets_its_top_rung_beside_the_papers_setting(smoke_results):

@@ -1,4 +1,4 @@
-"""Where a page's runs trained, in words (residual_lib.pages.platforms): one clause per device and platforms."""
+"""Where a page's runs trained, in words (residual_lib.pages.platforms): one clause per device and kernels."""
 
 import pandas as pd
 import pytest
@@ -24,26 +24,43 @@ def records(monkeypatch):
 
 def test_one_platform_is_one_clause(records):
     assert platforms.trained_on(records(("attn_only", 1337, AMX))) == (
-        "The run trained on one CPU core with AVX-512 kernels and the AMX matrix units.")
+        "AttnOnly seed 1337 trained on one CPU core with AVX-512 kernels and the AMX matrix units.")
     both = platforms.trained_on(records(("attn_only", 1337, AMX), ("full", 1337, AMX)))
-    assert both == "All 2 runs trained on one CPU core with AVX-512 kernels and the AMX matrix units."
+    assert both == "Each of the two runs trained on one CPU core with AVX-512 kernels and the AMX matrix units."
 
 
 def test_runs_on_different_kernels_are_named_by_platform(records):
     text = platforms.trained_on(records(("attn_only", 1337, AMX), ("ffn_only", 1337, NO_AMX),
                                       ("ffn_only", 42, NO_AMX)))
-    assert text.startswith("The runs did not all train on the same kernels: ")
+    assert text.startswith("The runs did not all train alike: ")
     assert "AttnOnly seed 1337 on one CPU core with AVX-512 kernels and the AMX matrix units; " in text
-    assert "FFNOnly seeds 42 and 1337 on one CPU core with AVX-512 kernels and no AMX matrix units." in text
+    assert "FFNOnly seeds 42 and 1337 on one CPU core with AVX-512 kernels and no AMX matrix units. " in text
+    assert text.endswith("reproduces bit for bit only on kernels of its own kind.")
+
+
+def test_runs_that_differ_only_where_a_record_is_silent_are_not_said_to_differ_in_kernels(records):
+    old = {"device": "cpu", "cpu_threads": 1}
+    text = platforms.trained_on(records(("full", 7, AMX), ("full", 8, old), ("attn_only", 1, {})))
+    assert text == ("The runs did not all train alike: Full seed 7 on one CPU core with AVX-512 kernels and the AMX "
+                    "matrix units; Full seed 8 on one CPU core, its kernels not recorded; AttnOnly seed 1 on a "
+                    "device its record does not name.")
+
+
+def test_a_gpu_run_beside_a_cpu_run_is_said_to_differ_in_kernels(records):
+    gpu = {"device": "cuda", "device_name": "NVIDIA H200", "cpu_capability": "AVX512"}
+    text = platforms.trained_on(records(("full", 1337, gpu), ("full", 42, AMX)))
+    assert text.startswith("The runs did not all train alike: Full seed 1337 on one NVIDIA H200; Full seed 42 on ")
+    assert text.endswith("only on kernels of its own kind.")
 
 
 def test_amx_is_named_for_bf16_only_and_gpus_by_name():
     assert platforms.platform({**AMX, "precision": "fp32"}) == "one CPU core with AVX-512 kernels"
     assert platforms.platform({"device": "cuda", "device_name": "NVIDIA H200"}) == "one NVIDIA H200"
+    assert platforms.platform({}) == "a device its record does not name"
     old = platforms.platform({"device": "cpu", "cpu_threads": 1, "precision": "bf16 autocast"})
     assert old == "one CPU core, its kernels not recorded"
     assert platforms.platform({**NO_AMX, "cpu_threads": 2, "cpu_capability": "AVX2"}) == (
-        "2 CPU threads with AVX2 kernels and no AMX matrix units")
+        "two CPU threads with AVX2 kernels and no AMX matrix units")
 
 
 def test_no_records_no_sentence(records):

@@ -7,23 +7,38 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..core.text import listing
 from ..run.architecture import display_name
 from ..storage.records import read_record
-from ..core.text import listing
 
 #: torch's names of its CPU kernel sets (``torch.backends.cpu.get_cpu_capability()``), as prose.
 ISA_NAMES = {"AVX512": "AVX-512", "AVX2": "AVX2", "DEFAULT": "portable (non-vector)"}
+NUMBERS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
+#: What a record that names no device is said to have trained on.
+UNRECORDED = "a device its record does not name"
+
+
+def _kernels(provenance: dict) -> tuple | None:
+    """What decides a run's last bits besides its key (None where the record does not say)."""
+    if str(provenance.get("device") or "").startswith("cuda"):
+        return "cuda", provenance.get("device_name")
+    if not provenance.get("cpu_capability"):
+        return None
+    bf16 = "bf16" in str(provenance.get("precision", ""))
+    return provenance["cpu_capability"], provenance.get("amx") if bf16 else None
 
 
 def platform(provenance: dict) -> str:
     """One record's device and kernels in a phrase: "one CPU core with AVX-512 kernels and the
     AMX matrix units", "one NVIDIA H200". The AMX units are named only for bf16, the one precision
     whose matrix multiplies they run, and only where the record says whether it had them."""
-    device = str(provenance.get("device", "cpu"))
+    device = str(provenance.get("device") or "")
+    if not device:
+        return UNRECORDED
     if device.startswith("cuda"):
         return f"one {provenance.get('device_name') or 'GPU'}"
     threads = provenance.get("cpu_threads")
-    cores = "one CPU core" if threads == 1 else (f"{threads} CPU threads" if threads else "the CPU")
+    cores = "one CPU core" if threads == 1 else (f"{NUMBERS.get(threads, threads)} CPU threads" if threads else "the CPU")
     capability = provenance.get("cpu_capability")
     if not capability:
         return f"{cores}, its kernels not recorded"
@@ -33,22 +48,30 @@ def platform(provenance: dict) -> str:
     return text
 
 
+def _runs(runs: pd.DataFrame) -> str:
+    """``runs`` named by variant and seeds: "AttnOnly seed 1337 and FFNOnly seeds 42 and 1337"."""
+    names = []
+    for variant, seeds in runs.groupby("variant", sort=False).seed:
+        seeds = sorted(seeds)
+        names.append(f"{display_name(variant)} {'seed' if len(seeds) == 1 else 'seeds'} {listing(seeds)}")
+    return listing(names)
+
+
 def trained_on(records: pd.DataFrame) -> str:
     """Where ``records`` trained, as a sentence: one clause when every record names the same
-    device and kernels, else one clause per platform naming its runs ("AttnOnly seed 1337")."""
+    device and kernels, else one clause per platform naming its runs; where the recorded kernels
+    differ, a second sentence says what that means for their bits."""
     if not len(records):
         return ""
-    where = pd.Series([platform(read_record(path).get("provenance", {})) for path in records.path],
-                      index=records.index)
+    provenance = [read_record(path).get("provenance") or {} for path in records.path]
+    where = pd.Series([platform(p) for p in provenance], index=records.index)
     if where.nunique() == 1:
-        every = "The run" if len(records) == 1 else f"All {len(records)} runs"
-        return f"{every} trained on {where.iloc[0]}."
-    clauses = []
-    for place, runs in records.groupby(where, sort=False):
-        names = []
-        for variant, seeds in runs.groupby("variant", sort=False).seed:
-            seeds = sorted(seeds)
-            names.append(f"{display_name(variant)} {'seed' if len(seeds) == 1 else 'seeds'} {listing(seeds)}")
-        clauses.append(f"{listing(names)} on {place}")
-    return ("The runs did not all train on the same kernels: " + "; ".join(clauses) + ". Kernels of different "
-            "kinds sum in different orders, so a run reproduces bit for bit only on kernels of its own kind.")
+        if len(records) == 1:
+            return f"{_runs(records)} trained on {where.iloc[0]}."
+        return f"Each of the {NUMBERS.get(len(records), len(records))} runs trained on {where.iloc[0]}."
+    clauses = [f"{_runs(runs)} on {place}" for place, runs in records.groupby(where, sort=False)]
+    text = "The runs did not all train alike: " + "; ".join(clauses) + "."
+    if len({k for k in map(_kernels, provenance) if k is not None}) > 1:
+        text += (" Kernels of different kinds sum in different orders, so a run reproduces bit for bit only on "
+                 "kernels of its own kind.")
+    return text

@@ -224,11 +224,11 @@ def finding(records: pd.DataFrame, absent: list, study: str | None = "paper-10m"
 def cost(records: pd.DataFrame, study: str | None = "paper-10m") -> str:
     """What a run of the paper's setting costs here, from its records, for the introduction."""
     if study is None or not len(records):
-        return f"`{study or 'paper-10m'}` trains on this CPU, one core a run"
+        return f"`{study or 'paper-10m'}` trains on a CPU, one core a run"
     hours, rate = records.wall_seconds.mean() / 3600, records.tokens_per_second.mean()
     took = f"{hours:.0f} hours" if hours >= 1 else f"{hours * 60:.0f} minutes"
-    return (f"`{study}` trains on this CPU, {took} a run on one core ({rate:,.0f} tokens/s, over "
-            f"{len(records)} {plural('run', len(records))})")
+    return (f"`{study}` trains on a CPU, {took} a run on one core with its evaluations (training at "
+            f"{rate:,.0f} tokens/s; {len(records)} {plural('run', len(records))} on record)")
 
 
 def layer0_note() -> str:

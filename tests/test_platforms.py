@@ -32,7 +32,7 @@ def test_one_platform_is_one_clause(records):
 def test_runs_on_different_kernels_are_named_by_platform(records):
     text = platforms.trained_on(records(("attn_only", 1337, AMX), ("ffn_only", 1337, NO_AMX),
                                       ("ffn_only", 42, NO_AMX)))
-    assert text.startswith("The runs did not all train alike: ")
+    assert text.startswith("The records name where each run trained: ")
     assert "AttnOnly seed 1337 on one CPU core with AVX-512 kernels and the AMX matrix units; " in text
     assert "FFNOnly seeds 42 and 1337 on one CPU core with AVX-512 kernels and no AMX matrix units. " in text
     assert text.endswith("reproduces bit for bit only on kernels of its own kind.")
@@ -41,7 +41,7 @@ def test_runs_on_different_kernels_are_named_by_platform(records):
 def test_runs_that_differ_only_where_a_record_is_silent_are_not_said_to_differ_in_kernels(records):
     old = {"device": "cpu", "cpu_threads": 1}
     text = platforms.trained_on(records(("full", 7, AMX), ("full", 8, old), ("attn_only", 1, {})))
-    assert text == ("The runs did not all train alike: Full seed 7 on one CPU core with AVX-512 kernels and the AMX "
+    assert text == ("The records name where each run trained: Full seed 7 on one CPU core with AVX-512 kernels and the AMX "
                     "matrix units; Full seed 8 on one CPU core, its kernels not recorded; AttnOnly seed 1 on a "
                     "device its record does not name.")
 
@@ -49,7 +49,7 @@ def test_runs_that_differ_only_where_a_record_is_silent_are_not_said_to_differ_i
 def test_a_gpu_run_beside_a_cpu_run_is_said_to_differ_in_kernels(records):
     gpu = {"device": "cuda", "device_name": "NVIDIA H200", "cpu_capability": "AVX512"}
     text = platforms.trained_on(records(("full", 1337, gpu), ("full", 42, AMX)))
-    assert text.startswith("The runs did not all train alike: Full seed 1337 on one NVIDIA H200; Full seed 42 on ")
+    assert text.startswith("The records name where each run trained: Full seed 1337 on one NVIDIA H200; Full seed 42 on ")
     assert text.endswith("only on kernels of its own kind.")
 
 
@@ -65,3 +65,30 @@ def test_amx_is_named_for_bf16_only_and_gpus_by_name():
 
 def test_no_records_no_sentence(records):
     assert platforms.trained_on(records()) == ""
+
+
+def test_a_cpu_record_names_the_processors_model_and_the_page_says_it(tmp_path):
+    from residual_lib.storage.provenance import cpu_model
+
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\n\nprocessor\t: 1\n")
+    assert cpu_model(str(info)) == "AMD EPYC"
+    assert cpu_model(str(tmp_path / "absent")) not in ("", None)  # the platform's name stands in
+    assert platforms.platform({**NO_AMX, "device_name": "AMD EPYC"}) == (
+        "one CPU core of an AMD EPYC with AVX-512 kernels and no AMX matrix units")
+    assert platforms.platform({**AMX, "precision": "fp32", "device_name": "Intel(R) Xeon(R) 8480+"}) == (
+        "one CPU core of an Intel(R) Xeon(R) 8480+ with AVX-512 kernels")
+    assert platforms.platform({**AMX, "device_name": "x86_64"}).startswith("one CPU core with ")
+
+
+def test_fp32_runs_on_two_processor_models_are_said_to_differ_in_their_bits(records):
+    fp32 = {**AMX, "precision": "fp32"}
+    text = platforms.trained_on(records(("ffn_only", 1, {**fp32, "device_name": "Intel(R) Xeon(R) 8480+"}),
+                                        ("ffn_only", 3, {**fp32, "device_name": "AMD EPYC"})))
+    assert "FFNOnly seed 3 on one CPU core of an AMD EPYC with AVX-512 kernels." in text
+    assert text.endswith("only on kernels of its own kind.")
+    # a record that names no model may have run on either: the runs are listed, no difference claimed
+    unnamed = platforms.trained_on(records(("ffn_only", 1, {**fp32, "device_name": "x86_64"}),
+                                           ("ffn_only", 3, {**fp32, "device_name": "AMD EPYC"})))
+    assert unnamed == ("The records name where each run trained: FFNOnly seed 1 on one CPU core with AVX-512 kernels; "
+                       "FFNOnly seed 3 on one CPU core of an AMD EPYC with AVX-512 kernels.")

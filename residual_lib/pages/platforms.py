@@ -14,24 +14,42 @@ from ..storage.records import read_record
 #: torch's names of its CPU kernel sets (``torch.backends.cpu.get_cpu_capability()``), as prose.
 ISA_NAMES = {"AVX512": "AVX-512", "AVX2": "AVX2", "DEFAULT": "portable (non-vector)"}
 NUMBERS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
+#: Names a CPU record gives as its device where it does not name the processor's model.
+ARCHITECTURES = {"x86_64", "amd64", "i386", "i686", "aarch64", "arm64", "arm", "cpu"}
 #: What a record that names no device is said to have trained on.
 UNRECORDED = "a device its record does not name"
 
 
 def _kernels(provenance: dict) -> tuple | None:
-    """What decides a run's last bits besides its key (None where the record does not say)."""
+    """What decides a run's last bits besides its key: the GPU, or the CPU's kernels and model
+    (None where the record does not say)."""
     if str(provenance.get("device") or "").startswith("cuda"):
         return "cuda", provenance.get("device_name")
     if not provenance.get("cpu_capability"):
         return None
     bf16 = "bf16" in str(provenance.get("precision", ""))
-    return provenance["cpu_capability"], provenance.get("amx") if bf16 else None
+    return provenance["cpu_capability"], provenance.get("amx") if bf16 else None, _model(provenance)
+
+
+def _kernels_differ(provenance: list[dict]) -> bool:
+    """Whether the records say that some of them ran on kernels of another kind: another GPU,
+    instruction set or AMX use, or another CPU model where both records name theirs (a record
+    that names none may have run on either)."""
+    kinds = [k for k in map(_kernels, provenance) if k is not None]
+    return len({k[:2] for k in kinds}) > 1 or len({k[2] for k in kinds if k[2] is not None}) > 1
+
+
+def _model(provenance: dict) -> str | None:
+    """The CPU's model a record names (older records name only the architecture: None)."""
+    model = str(provenance.get("device_name") or "")
+    return model if model and model.lower() not in ARCHITECTURES else None
 
 
 def platform(provenance: dict) -> str:
-    """One record's device and kernels in a phrase: "one CPU core with AVX-512 kernels and the
-    AMX matrix units", "one NVIDIA H200". The AMX units are named only for bf16, the one precision
-    whose matrix multiplies they run, and only where the record says whether it had them."""
+    """One record's device and kernels in a phrase: "one CPU core of an AMD EPYC with AVX-512
+    kernels and no AMX matrix units", "one NVIDIA H200". The CPU's model is named where the
+    record names it; the AMX units only for bf16, the one precision whose matrix multiplies they
+    run, and only where the record says whether it had them."""
     device = str(provenance.get("device") or "")
     if not device:
         return UNRECORDED
@@ -39,6 +57,9 @@ def platform(provenance: dict) -> str:
         return f"one {provenance.get('device_name') or 'GPU'}"
     threads = provenance.get("cpu_threads")
     cores = "one CPU core" if threads == 1 else (f"{NUMBERS.get(threads, threads)} CPU threads" if threads else "the CPU")
+    model = _model(provenance)
+    if model:
+        cores += f" of an {model}" if model[:1].upper() in "AEIOU" else f" of a {model}"
     capability = provenance.get("cpu_capability")
     if not capability:
         return f"{cores}, its kernels not recorded"
@@ -70,8 +91,8 @@ def trained_on(records: pd.DataFrame) -> str:
             return f"{_runs(records)} trained on {where.iloc[0]}."
         return f"Each of the {NUMBERS.get(len(records), len(records))} runs trained on {where.iloc[0]}."
     clauses = [f"{_runs(runs)} on {place}" for place, runs in records.groupby(where, sort=False)]
-    text = "The runs did not all train alike: " + "; ".join(clauses) + "."
-    if len({k for k in map(_kernels, provenance) if k is not None}) > 1:
+    text = "The records name where each run trained: " + "; ".join(clauses) + "."
+    if _kernels_differ(provenance):
         text += (" Kernels of different kinds sum in different orders, so a run reproduces bit for bit only on "
                  "kernels of its own kind.")
     return text

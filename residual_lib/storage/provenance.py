@@ -78,13 +78,29 @@ def code_digest() -> str:
     return digest.hexdigest()
 
 
+def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """The processor's model as the system names it ("AMD EPYC", "Intel(R) Xeon(R) ..."): MKL and
+    oneDNN pick kernels by model as well as by instruction set, so a CPU record names it. Linux
+    reads it from ``cpuinfo``; elsewhere, or where that has none, the platform's processor or
+    architecture name stands in."""
+    try:
+        with open(cpuinfo) as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and value.strip():
+                    return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "cpu"
+
+
 def provenance(device: str, deterministic: bool) -> dict:
     """Where and how a run was made, without host names or user names."""
     sha, dirty = code_version()
     if device.startswith("cuda") and torch.cuda.is_available():
         device_name = torch.cuda.get_device_name(torch.device(device))
     else:
-        device_name = platform.processor() or platform.machine() or "cpu"
+        device_name = cpu_model()
     return {
         "git_sha": sha,
         "git_dirty": dirty,

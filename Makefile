@@ -47,6 +47,7 @@ notebooks: venv
 	$(PY) -m residual_lib.pages.book
 
 test: venv
+	$(PY) -m ruff check residual_lib tests notebooks scripts book
 	$(PY) -m pytest -q --durations=10
 
 clean:

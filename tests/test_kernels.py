@@ -119,7 +119,7 @@ def test_a_record_made_under_the_portable_pin_verifies_bitwise_on_the_fastest_ke
     record was, verifies from this process (the machine's fastest kernels): verify reruns it
     under the kernels it names."""
     code = ("import sys, residual_lib\nfrom residual_lib.run.runs import Run\nfrom residual_lib.training.store import obtain\n"
-            f"print(obtain([Run('smoke', 'full', 6)], sys.argv[1], progress=False)[0][0])")
+            "print(obtain([Run('smoke', 'full', 6)], sys.argv[1], progress=False)[0][0])")
     made = subprocess.run([sys.executable, "-c", code, str(tmp_path / "results")], cwd=ROOT, capture_output=True,
                           text=True, timeout=300, env=_env(**{ISA_ENV: "avx2"}))
     assert made.returncode == 0, made.stderr

@@ -91,11 +91,11 @@ def profiles_sentence(stand_in: str = BOOK_PROFILE, records: pd.DataFrame | None
             f"stand-in trained here ({size.n_layer} layers, {size.n_embd} wide, context {size.block_size})")
     text += f", `{twin}` the same with dropout {get_profile(twin).dropout:g}" if twin else ""
     text += ", and `paper-10m` and `paper-124m` are the paper's 10M and 124M settings."
-    for paper in ("paper-10m", "paper-124m"):
-        own = records[records.profile == paper] if records is not None and len(records) else ()
+    for name in ("paper-10m", "paper-124m"):
+        own = records[records.profile == name] if records is not None and len(records) else ()
         own = own[own.on_recipe.astype(bool)] if len(own) and "on_recipe" in own else own
         if len(own):
-            text += f" The `{paper}` runs shown were trained here {how_trained(own)}."
+            text += f" The `{name}` runs shown were trained here {how_trained(own)}."
     return text
 
 

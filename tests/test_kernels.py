@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -226,3 +227,30 @@ def test_dropout_must_be_below_one_and_the_reference_must_be_nanogpts(tmp_path):
     other.write_text("x = 1\n")
     with pytest.raises(RunError, match="nanoGPT's model.py"):
         _ReferenceLoop(other, get_profile("smoke"), 65, "cpu")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_run_stopped_during_a_step_saves_a_checkpoint_after_it_and_resumes_bitwise(tmp_path, monkeypatch, signum,
+                                                                                       capsys):
+    """Ctrl-C or SIGTERM while a step trains: the step finishes, a checkpoint is saved after it
+    (not only at the last multiple of checkpoint_every), and the resumed run equals an
+    uninterrupted one bit for bit."""
+    import residual_lib.training.train as train_module
+
+    run = Run(get_profile("smoke-dropout", max_iters=80, **FAST), "ffn_only", 4)
+    whole, _ = obtain([run], tmp_path / "whole", progress=False, checkpoint_every=30)[0]
+    original = train_module.take_step
+
+    def interrupted(trainer, step, log):
+        if step == 44:
+            os.kill(os.getpid(), signum)  # arrives while the step trains
+        return original(trainer, step, log)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(train_module, "take_step", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            obtain([run], tmp_path / "stopped", progress=False, checkpoint_every=30)
+    assert "stopped after step 45: checkpoint saved" in capsys.readouterr().err
+    resumed, trained = obtain([run], tmp_path / "stopped", progress=False, checkpoint_every=30)[0]
+    assert trained and read_record(resumed)["provenance"]["resumed_from_step"] == 45
+    assert _bits(resumed) == _bits(whole)

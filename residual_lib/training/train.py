@@ -7,18 +7,23 @@ Checkpoints (:mod:`residual_lib.training.checkpoint`). Long runs (the paper prof
 steps. A killed run started again resumes from its last checkpoint and ends bitwise
 identical to an uninterrupted one; the checkpoint is deleted once the record is written. A
 checkpoint whose sha256 does not match its contents is ignored (one line on stderr) and the
-run starts over.
+run starts over. A run that checkpoints and is stopped by Ctrl-C or SIGTERM (a scheduler's
+preemption) while it trains a step finishes that step, saves a checkpoint after it and then
+stops, so the steps since the last regular checkpoint are kept; a second signal stops it at once,
+and one that arrives during an evaluation stops it there, keeping the last regular checkpoint.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import torch
 
-from ..core.stop import check
+from ..core.stop import check, deferred
 from ..run.data import load_corpus
 from ..run.runs import Run, RunError
 from ..run.runtime import cpu_threads, determinism, resolve_device
@@ -139,19 +144,30 @@ def train_group(
                 evaluate(step)
             if all_diverged():
                 break
-            t0 = time.perf_counter()
-            log = is_log_step(step, profile)
-            trainer.step(step, log)
-            train_seconds += time.perf_counter() - t0
-            reporter.step(1, **({"loss": states[0].last_train_loss} if log and single else {}))
-            if log:  # a diverged model's slice of a fused group stays NaN without touching the others'
-                for state in states:
-                    state.check_divergence(step)
-                if all_diverged():
-                    break
-            if checkpoint is not None and (step + 1) % checkpoint_every == 0 and step + 1 < profile.max_iters:
-                save_checkpoint(checkpoint, step + 1, states, trainer.optimizer, trainer.params, train_seconds,
-                                time.perf_counter() - started)
+            stepped = False
+            try:  # with checkpoints, a stop asked for during a step waits for its end, then saves
+                with deferred() if checkpoint is not None else nullcontext():
+                    t0 = time.perf_counter()
+                    log = is_log_step(step, profile)
+                    trainer.step(step, log)
+                    train_seconds += time.perf_counter() - t0
+                    reporter.step(1, **({"loss": states[0].last_train_loss} if log and single else {}))
+                    if log:  # a diverged model's slice of a fused group stays NaN without touching the others'
+                        for state in states:
+                            state.check_divergence(step)
+                    stepped = True
+                    if log and all_diverged():
+                        break
+                    if checkpoint is not None and (step + 1) % checkpoint_every == 0 and step + 1 < profile.max_iters:
+                        save_checkpoint(checkpoint, step + 1, states, trainer.optimizer, trainer.params,
+                                        train_seconds, time.perf_counter() - started)
+            except KeyboardInterrupt:
+                if checkpoint is not None and stepped and step + 1 < profile.max_iters and not all_diverged():
+                    save_checkpoint(checkpoint, step + 1, states, trainer.optimizer, trainer.params, train_seconds,
+                                    time.perf_counter() - started)
+                    print(f"stopped after step {step + 1:,}: checkpoint saved, the same command resumes from it",
+                          file=sys.stderr)
+                raise
         evaluate(profile.max_iters)
         reporter.close()
         # a fused run's tokens_per_second counts its share: the group's tokens over the group's time

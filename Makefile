@@ -46,9 +46,12 @@ book: venv
 notebooks: venv
 	$(PY) -m residual_lib.pages.book
 
+# pytest-xdist: PYTEST_WORKERS processes share the tests (the smoke sweep and the book they read
+# are built once, tests/conftest.py); PYTEST_WORKERS=0 runs them in this process.
+PYTEST_WORKERS ?= 2
 test: venv
 	$(PY) -m ruff check residual_lib tests notebooks scripts book
-	$(PY) -m pytest -q --durations=10
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --durations=10
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info _build

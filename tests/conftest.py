@@ -45,6 +45,26 @@ def char_corpus(data_dir):
 SMOKE_SEEDS = [1337, 42]
 
 
+def _once(tmp_path_factory, name: str, make) -> Path:
+    """``make(folder)`` run once per test session, also when pytest-xdist splits the session
+    across workers (``make test`` runs two): the first worker to ask makes it in a folder all
+    workers share, under a lock, and the others wait for it and reuse it."""
+    from filelock import FileLock
+
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        folder = tmp_path_factory.mktemp(name)
+        make(folder)
+        return folder
+    shared = tmp_path_factory.getbasetemp().parent  # the workers' basetemps sit side by side in it
+    folder, done = shared / name, shared / f"{name}.done"
+    with FileLock(str(shared / f"{name}.lock")):
+        if not done.exists():
+            folder.mkdir(exist_ok=True)
+            make(folder)
+            done.touch()
+    return folder
+
+
 @pytest.fixture(scope="session")
 def smoke_results(tmp_path_factory):
     """Every section's runs at smoke, trained once by a sweep without notebooks."""
@@ -52,14 +72,15 @@ def smoke_results(tmp_path_factory):
     from residual_lib.pages.execute import all_notebooks
     from residual_lib.study.sections import plan
 
-    notebooks = all_notebooks()
-    results = tmp_path_factory.mktemp("results")
-    report = sweep([str(p) for p in notebooks], profile="smoke", seeds=SMOKE_SEEDS, results_dir=results,
-                   run_notebooks=False, progress=False)
-    assert report.ok and report.cached == 0
-    expected = {s for p in notebooks for s in plan(p.stem, "smoke", SMOKE_SEEDS)}
-    assert len(report.trained) == len(expected)
-    return results
+    def make(results: Path) -> None:
+        notebooks = all_notebooks()
+        report = sweep([str(p) for p in notebooks], profile="smoke", seeds=SMOKE_SEEDS, results_dir=results,
+                       run_notebooks=False, progress=False)
+        assert report.ok and report.cached == 0
+        expected = {s for p in notebooks for s in plan(p.stem, "smoke", SMOKE_SEEDS)}
+        assert len(report.trained) == len(expected)
+
+    return _once(tmp_path_factory, "results", make)
 
 
 @pytest.fixture(scope="session")
@@ -69,15 +90,16 @@ def built_book(smoke_results, tmp_path_factory) -> Path:
 
     from residual_lib.pages import book
 
-    root, tmp = Path(book.ROOT), tmp_path_factory.mktemp("site")
-    for name in ("_config.yml", "_toc.yml"):
-        shutil.copy(root / name, tmp / name)
-    shutil.copytree(root / "book", tmp / "book")
-    shutil.copytree(root / "_static", tmp / "_static")
-    shutil.copytree(root / "notebooks", tmp / "notebooks", ignore=shutil.ignore_patterns("*.ipynb", "__pycache__"))
-    index = book.build("smoke", smoke_results, root=tmp)
-    assert index.is_file()
-    return tmp / "_build" / "html"
+    def make(tmp: Path) -> None:
+        root = Path(book.ROOT)
+        for name in ("_config.yml", "_toc.yml"):
+            shutil.copy(root / name, tmp / name)
+        shutil.copytree(root / "book", tmp / "book")
+        shutil.copytree(root / "_static", tmp / "_static")
+        shutil.copytree(root / "notebooks", tmp / "notebooks", ignore=shutil.ignore_patterns("*.ipynb", "__pycache__"))
+        assert book.build("smoke", smoke_results, root=tmp).is_file()
+
+    return _once(tmp_path_factory, "site", make) / "_build" / "html"
 
 
 @pytest.fixture(scope="session")
@@ -92,3 +114,4 @@ def gpt2(data_dir):
         if os.environ.get("RESIDUAL_REQUIRE_GPT2"):
             pytest.fail(str(exc))
         pytest.skip(f"GPT-2 BPE unavailable offline: {exc}")
+

@@ -249,8 +249,9 @@ def _late_dated(s: dict) -> str:
         return ""
     who = "Its record gives" if n == 1 else (f"{k} of them give{'s' if k == 1 else ''}" if k < n else "They give")
     recorded = s["late_start"].strftime("%Y-%m-%d %H:%M UTC")
-    return (f" {who} no true start: resumed across sessions, {'it was' if k == 1 else 'they were'} dated by code "
-            f"that counted only the time {'its' if k == 1 else 'their'} processes ran, so "
+    return (f" {who} no true start: resumed from checkpoints in several processes, "
+            f"{'it was' if k == 1 else 'they were'} dated by code that counted only the time "
+            f"{'its' if k == 1 else 'their'} processes ran, so "
             + (f"the start it records ({recorded}) is later than the true one." if k == 1 else
                f"the starts they record (the first {recorded}) are later than the true ones."))
 

@@ -4,6 +4,7 @@ otherwise ``../shared/data`` beside the repository when it exists."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,9 @@ def char_corpus(data_dir):
 
 
 SMOKE_SEEDS = [1337, 42]
+#: What a copy of the shared smoke results leaves out: the claims and temporary files that a test
+#: sweeping that folder in another pytest-xdist worker may be writing or removing.
+TRANSIENT = shutil.ignore_patterns(".*.claim", ".*.tmp")
 
 
 def _once(tmp_path_factory, name: str, make) -> Path:
@@ -56,12 +60,18 @@ def _once(tmp_path_factory, name: str, make) -> Path:
         make(folder)
         return folder
     shared = tmp_path_factory.getbasetemp().parent  # the workers' basetemps sit side by side in it
-    folder, done = shared / name, shared / f"{name}.done"
+    folder, failed = shared / name, shared / f"{name}.failed"
     with FileLock(str(shared / f"{name}.lock")):
-        if not done.exists():
-            folder.mkdir(exist_ok=True)
-            make(folder)
-            done.touch()
+        if failed.exists():  # another worker's build failed: its error, not a second attempt
+            pytest.fail(f"{name} could not be built (by another worker): {failed.read_text()}")
+        if not folder.exists():
+            private = tmp_path_factory.mktemp(name)  # built aside, moved into place whole
+            try:
+                make(private)
+            except BaseException as exc:
+                failed.write_text(f"{type(exc).__name__}: {exc}")
+                raise
+            private.rename(folder)
     return folder
 
 
@@ -86,8 +96,6 @@ def smoke_results(tmp_path_factory):
 @pytest.fixture(scope="session")
 def built_book(smoke_results, tmp_path_factory) -> Path:
     """The site built from the smoke records in a temporary copy of the book's sources."""
-    import shutil
-
     from residual_lib.pages import book
 
     def make(tmp: Path) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SMOKE_SEEDS as SEEDS
+from conftest import TRANSIENT
 
 from residual_lib.pages import scorecard
 from residual_lib.pages.execute import all_notebooks
@@ -478,7 +479,7 @@ def test_the_book_shows_only_seeds_every_section_has(smoke_results, tmp_path):
 
     assert recorded_seeds(smoke_results, "smoke") == SEEDS
     copy = tmp_path / "results"
-    shutil.copytree(smoke_results, copy)
+    shutil.copytree(smoke_results, copy, ignore=TRANSIENT)
     for path in (copy / "smoke").glob(f"mixer_seed{SEEDS[1]}_*.json"):
         path.unlink()
     assert recorded_seeds(copy, "smoke") == SEEDS[:1]
@@ -776,7 +777,7 @@ def test_a_book_without_a_usable_seed_names_the_section_and_the_run_it_lacks(smo
     from residual_lib.storage.records import read_record
 
     results = tmp_path / "results"
-    shutil.copytree(smoke_results, results)
+    shutil.copytree(smoke_results, results, ignore=TRANSIENT)
     for path in (results / "smoke").glob("attn_only_seed1337_*.json"):
         if read_record(path)["gain"] == 2.0:  # the first seed's run at gain 2, which chapter 5 needs
             path.unlink()

@@ -229,12 +229,17 @@ def test_dropout_must_be_below_one_and_the_reference_must_be_nanogpts(tmp_path):
         _ReferenceLoop(other, get_profile("smoke"), 65, "cpu")
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize(("signum", "at"), [(signal.SIGINT, 44), (signal.SIGTERM, 44), (signal.SIGTERM, 59),
+                                           (signal.SIGINT, 79)])
 def test_a_run_stopped_during_a_step_saves_a_checkpoint_after_it_and_resumes_bitwise(tmp_path, monkeypatch, signum,
-                                                                                       capsys):
+                                                                                       at, capsys):
     """Ctrl-C or SIGTERM while a step trains: the step finishes, a checkpoint is saved after it
     (not only at the last multiple of checkpoint_every), and the resumed run equals an
-    uninterrupted one bit for bit."""
+    uninterrupted one bit for bit; also at a step that ends on a regular checkpoint (59: saved
+    once) and at the last step (79: the resumed run only evaluates). Inside a command's
+    ``sigterm_stops`` scope, as the command line runs it."""
+    from residual_lib.core.stop import sigterm_stops
+
     import residual_lib.training.train as train_module
 
     run = Run(get_profile("smoke-dropout", max_iters=80, **FAST), "ffn_only", 4)
@@ -242,15 +247,17 @@ def test_a_run_stopped_during_a_step_saves_a_checkpoint_after_it_and_resumes_bit
     original = train_module.take_step
 
     def interrupted(trainer, step, log):
-        if step == 44:
+        if step == at:
             os.kill(os.getpid(), signum)  # arrives while the step trains
         return original(trainer, step, log)
 
     with monkeypatch.context() as patch:
         patch.setattr(train_module, "take_step", interrupted)
-        with pytest.raises(KeyboardInterrupt):
+        with pytest.raises(KeyboardInterrupt), sigterm_stops():
             obtain([run], tmp_path / "stopped", progress=False, checkpoint_every=30)
-    assert "stopped after step 45: checkpoint saved" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert (f"stopped after step {at + 1}: checkpoint saved" in said) == (at != 59)  # 59: the regular save stands
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers restored
     resumed, trained = obtain([run], tmp_path / "stopped", progress=False, checkpoint_every=30)[0]
-    assert trained and read_record(resumed)["provenance"]["resumed_from_step"] == 45
+    assert trained and read_record(resumed)["provenance"]["resumed_from_step"] == at + 1
     assert _bits(resumed) == _bits(whole)

@@ -10,7 +10,8 @@ checkpoint whose sha256 does not match its contents is ignored (one line on stde
 run starts over. A run that checkpoints and is stopped by Ctrl-C or SIGTERM (a scheduler's
 preemption) while it trains a step finishes that step, saves a checkpoint after it and then
 stops, so the steps since the last regular checkpoint are kept; a second signal stops it at once,
-and one that arrives during an evaluation stops it there, keeping the last regular checkpoint.
+and one that arrives during an evaluation stops it there, keeping the last regular checkpoint
+(as does a sweep's worker, which the sweep ends at once).
 """
 
 from __future__ import annotations
@@ -144,7 +145,7 @@ def train_group(
                 evaluate(step)
             if all_diverged():
                 break
-            stepped = False
+            stepped = saved = False
             try:  # with checkpoints, a stop asked for during a step waits for its end, then saves
                 with deferred() if checkpoint is not None else nullcontext():
                     t0 = time.perf_counter()
@@ -159,10 +160,12 @@ def train_group(
                     if log and all_diverged():
                         break
                     if checkpoint is not None and (step + 1) % checkpoint_every == 0 and step + 1 < profile.max_iters:
+                        saved = True  # a stop during this save stops at once: the checkpoint before stands
                         save_checkpoint(checkpoint, step + 1, states, trainer.optimizer, trainer.params,
                                         train_seconds, time.perf_counter() - started)
             except KeyboardInterrupt:
-                if checkpoint is not None and stepped and step + 1 < profile.max_iters and not all_diverged():
+                # after the last step too: the resumed run only evaluates and writes its record
+                if checkpoint is not None and stepped and not saved and not all_diverged():
                     save_checkpoint(checkpoint, step + 1, states, trainer.optimizer, trainer.params, train_seconds,
                                     time.perf_counter() - started)
                     print(f"stopped after step {step + 1:,}: checkpoint saved, the same command resumes from it",

@@ -122,4 +122,3 @@ def gpt2(data_dir):
         if os.environ.get("RESIDUAL_REQUIRE_GPT2"):
             pytest.fail(str(exc))
         pytest.skip(f"GPT-2 BPE unavailable offline: {exc}")
-

@@ -396,6 +396,28 @@ def test_a_deferred_stop_is_raised_once_and_a_second_signal_at_once():
             stop._requested = False  # taken as handled here, so the block ends quietly
 
 
+def test_a_signal_the_process_ignores_stays_ignored_inside_both_blocks():
+    """A script's background job (``train ... &``) starts with Ctrl-C ignored; neither block
+    may turn it back on, and each leaves it ignored."""
+    from residual_lib.core import stop
+
+    ignored = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with stop.sigterm_stops(), stop.deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(10_000):
+                pass
+            assert not stop.requested()
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        with stop.sigterm_stops():
+            assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, ignored)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def test_off_the_main_thread_deferring_changes_nothing():
     import threading
 
@@ -596,10 +618,15 @@ def test_a_killed_run_resumes_from_its_checkpoint_bitwise_identical(tmp_path, mo
     whole, saved = _whole_and_killed(tmp_path, monkeypatch, every=50, at=100)
     assert len(saved) == 1 and read_checkpoint(saved[0])["step"] == 100
     assert not list((tmp_path / "killed" / "smoke").glob("*.json"))
+    # a save killed before its rename leaves its temporary file; another run's is not this run's to remove
+    partial, others = (saved[0].parent / f".{saved[0].name}.k1ll3d.tmp", saved[0].parent / ".full_seed8_0.pt.x.tmp")
+    partial.write_bytes(b"half a checkpoint")
+    others.write_bytes(b"another run's")
     resumed, trained = obtain([Run("smoke", "attn_only", 8)], tmp_path / "killed", progress=False, checkpoint_every=50)[0]
     assert trained and read_record(resumed)["provenance"]["resumed_from_step"] == 100
     assert _bits(resumed) == _bits(whole)
     assert not saved[0].exists()  # the checkpoint goes once the record is written
+    assert not partial.exists() and others.exists()
 
 
 def test_a_resumed_runs_record_starts_when_its_first_process_did_the_time_between_included(tmp_path, monkeypatch):

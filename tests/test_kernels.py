@@ -261,3 +261,33 @@ def test_a_run_stopped_during_a_step_saves_a_checkpoint_after_it_and_resumes_bit
     resumed, trained = obtain([run], tmp_path / "stopped", progress=False, checkpoint_every=30)[0]
     assert trained and read_record(resumed)["provenance"]["resumed_from_step"] == at + 1
     assert _bits(resumed) == _bits(whole)
+
+
+def test_a_fused_group_stopped_during_a_step_saves_one_checkpoint_and_resumes_bitwise(tmp_path, monkeypatch, capsys):
+    """The same stop for a group trained together: its trainer takes its own step
+    (:mod:`residual_lib.training.fused`), and the group's one checkpoint resumes every run."""
+    from residual_lib.core.stop import sigterm_stops
+
+    import residual_lib.training.fused as fused_module
+
+    profile = get_profile("smoke-dropout", max_iters=60, **FAST)
+    runs = [Run(profile, "ffn_only", 4), Run(profile, "full", 4)]
+    whole = [path for path, _ in obtain(runs, tmp_path / "whole", fuse=2, progress=False, checkpoint_every=25)]
+    original = fused_module.take_step
+
+    def interrupted(trainer, step, log):
+        if step == 33:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return original(trainer, step, log)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(fused_module, "take_step", interrupted)
+        with pytest.raises(KeyboardInterrupt), sigterm_stops():
+            obtain(runs, tmp_path / "stopped", fuse=2, progress=False, checkpoint_every=25)
+    assert "stopped after step 34: checkpoint saved" in capsys.readouterr().err
+    assert len(list((tmp_path / "stopped").rglob("*.pt"))) == 1
+    resumed = obtain(runs, tmp_path / "stopped", fuse=2, progress=False, checkpoint_every=25)
+    for (path, trained), alone in zip(resumed, whole):
+        prov = read_record(path)["provenance"]
+        assert trained and prov["resumed_from_step"] == 34 and prov["fused_models"] == 2
+        assert _bits(path) == _bits(alone)

@@ -14,7 +14,8 @@ Two ways to take a stop:
   pool unable to shut down: an error instead of the interrupt, or a hang. A second signal
   while deferred raises at once, so that a stuck shutdown can still be broken.
 
-Both act on the main thread only (the one Python runs signal handlers in); elsewhere they
+A signal the process ignores when a block opens (``SIG_IGN``, as a shell sets Ctrl-C for a
+script's background job) is left ignored by both. Both act on the main thread only (the one Python runs signal handlers in); elsewhere they
 change nothing. Their own bookkeeping runs with the two signals blocked, so a signal cannot
 land half-way through it.
 """
@@ -52,7 +53,10 @@ def check() -> None:
 
 
 def _install(signums) -> dict:
-    return {signum: signal.signal(signum, _handler) for signum in signums}
+    # a signal the process was started ignoring stays ignored: a script's background job
+    # (``train ... &``) is meant to outlive Ctrl-C in the terminal that started it
+    return {signum: signal.signal(signum, _handler) for signum in signums
+            if signal.getsignal(signum) is not signal.SIG_IGN}
 
 
 def _restore(previous: dict) -> None:

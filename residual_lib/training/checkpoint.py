@@ -20,6 +20,7 @@ through later resumes)."""
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import io
 import os
@@ -51,6 +52,14 @@ def checkpoint_path(results_dir: str | os.PathLike, runs: list) -> Path:
     name = first.path(results_dir).stem if len(runs) == 1 else \
         f"fused{len(runs)}_" + hashlib.sha256(",".join(r.key for r in runs).encode()).hexdigest()[:16]
     return Path(results_dir) / first.profile.name / ".checkpoints" / f"{name}.pt"
+
+
+def clear_partial_saves(path: Path) -> None:
+    """Remove the temporary files of saves of ``path`` that were killed before their rename
+    (``atomic_write`` leaves none unless the process dies inside it). Called by the run's
+    claim holder, so no live writer owns one; a paper-10m one is ~130 MB."""
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        tmp.unlink(missing_ok=True)
 
 
 def save_checkpoint(path: Path, step: int, states: list, optimizer, params: dict, train_seconds: float,

@@ -97,7 +97,7 @@ else:
 # %%
 layer0 = chapter.layer0(records)
 if len(layer0):
-    display(table(layer0, decimals={"median norm": 4, "share at 0.000": 2}))
+    display(table(layer0, decimals={"share at 0.000": 2}))
 display(Markdown(chapter.layer0_text(layer0)) if len(layer0) else none)
 
 # %% [markdown]

@@ -74,7 +74,7 @@ def test_progress_counts_the_recorded_and_the_missing_runs():
     assert "still to come" not in chapter.progress_text(records, [])
 
 
-def test_the_budget_figures_label_twenty_thousand_steps_without_labels_running_together():
+def test_the_budget_figures_label_twenty_thousand_steps_without_labels_running_together_and_keep_their_width():
     from residual_lib.pages import plots
 
     km = pd.DataFrame({"step": [0, 8_750], "on_floor": [1.0, 0.5]})
@@ -87,4 +87,9 @@ def test_the_budget_figures_label_twenty_thousand_steps_without_labels_running_t
         boxes = [t.get_window_extent() for t in labels]
         assert len(labels) >= 3 and "20,000" in [t.get_text() for t in labels]
         assert all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:])), [t.get_text() for t in labels]
+        # the data take most of the width (a phone shows the figure at 0.65 of it); a legend fits inside it
+        assert ax.get_position().width > 0.75
+        legend = ax.get_legend()
+        assert legend is None or fig.bbox.contains(*legend.get_window_extent().p0) and fig.bbox.contains(
+            *legend.get_window_extent().p1)
         plots.plt.close(fig)

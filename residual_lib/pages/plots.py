@@ -330,7 +330,7 @@ def budget_curves(curve: pd.DataFrame, floor: float, line: float, bigram: float)
     FFNOnly run, thin, with the anchors (AttnOnly, NoResidual) in their colours; the floor of the
     evaluation batches (dashed), the line an escape must cross (dotted) and the bigram reference
     (dash-dotted)."""
-    fig, ax = plt.subplots(figsize=(WIDTH, 3.8))
+    fig, ax = plt.subplots(figsize=(WIDTH, 4.4))
     for (variant, _), run in curve.groupby(["variant", "key"], sort=False):
         ffn = variant == "ffn_only"
         ax.plot(run["step"], run["loss"], color=PALETTE.get(variant, "black"), lw=0.9 if ffn else 1.3,
@@ -343,7 +343,8 @@ def budget_curves(curve: pd.DataFrame, floor: float, line: float, bigram: float)
     handles += [plt.Line2D([], [], color="black", ls="--", label="floor"),
                 plt.Line2D([], [], color="black", ls=":", label=f"floor − {line:g}"),
                 plt.Line2D([], [], color="black", ls="-.", label="bigram")]
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    # below the axes, three to a row: beside them the legend would take a third of a phone's width
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
     ax.set(xlabel="training step", ylabel="val loss (nats)", title="Ten times the budget")
     _steps_axis(ax)
     ax.set_ylim(min(curve["loss"].min(), bigram) - 0.1, floor + 0.4)

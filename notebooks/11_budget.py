@@ -21,8 +21,8 @@
 # **Here.** {glue:md}`budget_here`
 #
 # **Fixed before the data.** The seeds, the line, the escape time and the decision rule were
-# committed in `residual_lib/study/budget.py` before any run of the study was trained; every
-# record names when it started.
+# committed in `residual_lib/study/budget.py` before any run of the study was trained.
+# {glue:md}`budget_registered`
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"
@@ -49,6 +49,7 @@ absent = records.attrs["missing"]
 study = chapter.scope(profile, plan("11_budget", profile, seeds))
 glue("budget_here", Prose(study["here"]))
 glue("budget_intro", Prose(study["intro"]))  # the introduction's paragraph on the study
+glue("budget_registered", Prose(chapter.registration_text(records)))
 ffn_runs = int((records.variant == "ffn_only").sum())
 planned = ffn_runs + sum(r.variant == "ffn_only" for r in absent)
 Markdown(chapter.rule_text())

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -93,3 +97,48 @@ def test_the_budget_figures_label_twenty_thousand_steps_without_labels_running_t
         assert legend is None or fig.bbox.contains(*legend.get_window_extent().p0) and fig.bbox.contains(
             *legend.get_window_extent().p1)
         plots.plt.close(fig)
+
+
+def test_the_registration_sentence_counts_records_by_whether_their_code_held_the_rule(monkeypatch):
+    from residual_lib.pages.scorecard import preregistration
+
+    when = datetime(2026, 12, 5, 3, 54, tzinfo=timezone.utc)
+    monkeypatch.setattr(preregistration, "first_commit_naming", lambda words: ("c" * 40, when))
+    held = {"c" * 40: True, "d" * 40: True, "b" * 40: False}  # the rule's commit, a later one, an earlier one
+    monkeypatch.setattr(preregistration, "descends", lambda commit, sha: held.get(sha))
+    frame = pd.DataFrame({"git_sha": ["c" * 40, "c" * 40, "c" * 40]})
+    assert chapter.registration_text(frame) == (
+        "The rule was fixed in commit ccccccc of 5 December 2026, 03:54 UTC. All 3 records of the study were "
+        "trained by code that already held it: each names that commit.")
+    assert "Both records" in chapter.registration_text(frame.iloc[:2])
+    later = pd.DataFrame({"git_sha": ["c" * 40, "d" * 40]})
+    assert chapter.registration_text(later).endswith("each names a commit that descends from it.")
+    mixed = pd.DataFrame({"git_sha": ["c" * 40, "b" * 40, "e" * 40, None]})
+    assert chapter.registration_text(mixed).endswith(
+        "1 of the 4 records was trained by code that already held it; 1 by code that did not and 2 name no "
+        "commit this history holds.")
+    assert chapter.registration_text(frame.iloc[:0]) == ""
+    monkeypatch.setattr(preregistration, "first_commit_naming", lambda words: None)
+    assert "no git history" in chapter.registration_text(frame)
+
+
+def test_the_committed_budget_records_were_trained_by_the_commit_that_fixed_the_rule():
+    """The claim the chapter makes, read from this checkout's history: the oldest commit naming
+    the registration holds the rule's constants, and every committed record's code descends from it."""
+    import subprocess
+
+    from residual_lib.pages.scorecard import preregistration
+    from residual_lib.study.frames import load_records
+
+    found = preregistration.first_commit_naming(chapter.REGISTRATION_MESSAGE)
+    if found is None:
+        pytest.skip("no git history here (a shallow or exported checkout)")
+    commit, when = found
+    shown = subprocess.run(["git", "show", "--stat", "--format=%s", commit], cwd=preregistration._PACKAGE,
+                           capture_output=True, text=True).stdout
+    assert "budget.py" in shown and "results/cpu-budget" not in shown
+    records = load_records(Path(__file__).resolve().parents[1] / "results" / "cpu-budget")
+    assert len(records) and chapter.registration_text(records).split(". ")[1].startswith(f"All {len(records)}")
+    for path in records.path:
+        finished = json.loads(Path(path).read_text())["provenance"].get("finished_at")
+        assert finished is None or datetime.fromisoformat(finished) > when

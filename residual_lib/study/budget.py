@@ -9,8 +9,9 @@ fixed batches evaluated every 250 steps: :data:`BUDGET_SEEDS` (16 seeds), with A
 NoResidual at :data:`ANCHOR_SEEDS` as anchors.
 
 **Pre-registered.** The seeds, the line, the escape time and the decision rule below were
-committed before any run of the study was trained; the records' start times can be checked
-against that commit.
+committed before any run of the study was trained; the commit each record names
+(``provenance.git_sha``) can be checked against that one
+(:func:`residual_lib.pages.chapters.budget.registration_text`).
 
 * **Escape time** of a run: the first evaluation step from which its validation loss stays
   more than :data:`LINE` (0.05 nats) below the floor of its evaluation tokens to the end of the

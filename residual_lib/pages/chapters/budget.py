@@ -4,10 +4,13 @@ runs, as the tables and sentences ``notebooks/11_budget.py`` shows."""
 
 from __future__ import annotations
 
+from datetime import timezone
+
 import pandas as pd
 
 from ...run.profiles import get_profile
 from ...study import budget
+from ..scorecard import preregistration
 from ..tables import missing_runs, plural  # noqa: F401 (missing_runs: the notebook's)
 
 #: How :func:`decision_text` reads each outcome of :func:`residual_lib.study.budget.decide`.
@@ -43,6 +46,42 @@ def scope(profile: str, runs: list) -> dict[str, str]:
              f"not give). The budget study trains FFNOnly for {study.max_iters:,} steps at {len(seeds)} "
              f"{plural('seed', len(seeds))}, under a decision rule fixed before its runs.")
     return {"here": here, "intro": intro}
+
+
+#: Words in the message of the commit that fixed the study's seeds, line and rule before any of
+#: its runs (found in the history: :func:`registration_text`).
+REGISTRATION_MESSAGE = "Budget study pre-registration"
+
+
+def registration_text(records: pd.DataFrame) -> str:
+    """Whether the study's records were trained by code that already held its rule: the commit
+    each record names (``provenance.git_sha``) against the commit that fixed the rule, from this
+    checkout's history. A commit, unlike a clock, cannot be set back."""
+    if not len(records):
+        return ""
+    found = preregistration.first_commit_naming(REGISTRATION_MESSAGE)
+    if found is None:
+        return ("This copy has no git history, so the commit each record names cannot be checked against the one "
+                "that fixed the rule.")
+    commit, when = found
+    when = when.astimezone(timezone.utc)
+    fixed = f"commit {commit[:7]} of {when.day} {when:%B %Y, %H:%M} UTC"
+    shas = [s if isinstance(s, str) else None for s in preregistration._provenance(records, "git_sha")]
+    held = [preregistration.descends(commit, sha) for sha in shas]
+    n, yes = len(records), sum(h is True for h in held)
+    same = {s for s in shas if s} == {commit}
+    if yes == n:
+        names = "each names that commit" if same else "each names a commit that descends from it"
+        return (f"The rule was fixed in {fixed}. {'Both' if n == 2 else f'All {n:,}'} records of the study were "
+                f"trained by code that already held it: {names}." if n > 1 else
+                f"The rule was fixed in {fixed}, and the one record of the study was trained by code that held it.")
+    text = (f"The rule was fixed in {fixed}. {yes} of the {n:,} records {'was' if yes == 1 else 'were'} trained by "
+            f"code that already held it")
+    later = sum(h is False for h in held)
+    unknown = n - yes - later
+    parts = ([f"{later} by code that did not"] if later else []) + (
+        [f"{unknown} {'names' if unknown == 1 else 'name'} no commit this history holds"] if unknown else [])
+    return text + "; " + " and ".join(parts) + "."
 
 
 def rule_text() -> str:

@@ -82,8 +82,8 @@ def test_the_budget_figures_label_twenty_thousand_steps_without_labels_running_t
     from residual_lib.pages import plots
 
     km = pd.DataFrame({"step": [0, 8_750], "on_floor": [1.0, 0.5]})
-    curve = pd.DataFrame({"variant": "ffn_only", "key": "k", "step": range(0, 20_001, 250),
-                          "loss": 3.3})
+    curve = pd.concat([pd.DataFrame({"variant": v, "key": v, "step": range(0, 20_001, 250), "loss": loss})
+                       for v, loss in (("ffn_only", 3.3), ("attn_only", 1.6), ("no_residual", 3.34))])
     for fig in (plots.survival(km, 20_000, 15_000, 0.8), plots.budget_curves(curve, 3.335, 0.1, 2.48)):
         ax = fig.axes[0]
         fig.canvas.draw()
@@ -96,6 +96,9 @@ def test_the_budget_figures_label_twenty_thousand_steps_without_labels_running_t
         legend = ax.get_legend()
         assert legend is None or fig.bbox.contains(*legend.get_window_extent().p0) and fig.bbox.contains(
             *legend.get_window_extent().p1)
+        if legend is not None:  # the runs in one row, the reference lines in the row below
+            rows = {t.get_text(): round(t.get_window_extent().y0) for t in legend.get_texts()}
+            assert rows["ffn_only"] == rows["attn_only"] == rows["no_residual"] > rows["floor"] == rows["bigram"]
         plots.plt.close(fig)
 
 

@@ -401,8 +401,9 @@ def test_a_signal_the_process_ignores_stays_ignored_inside_both_blocks():
     may turn it back on, and each leaves it ignored."""
     from residual_lib.core import stop
 
-    ignored = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    before = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         with stop.sigterm_stops(), stop.deferred():
             os.kill(os.getpid(), signal.SIGINT)
             for _ in range(10_000):
@@ -410,12 +411,15 @@ def test_a_signal_the_process_ignores_stays_ignored_inside_both_blocks():
             assert not stop.requested()
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        with stop.sigterm_stops():
-            assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+        with stop.sigterm_stops(), stop.deferred():
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(10_000):
+                pass
+            assert not stop.requested() and signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
         assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
     finally:
-        signal.signal(signal.SIGINT, ignored)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
 
 
 def test_off_the_main_thread_deferring_changes_nothing():
@@ -618,15 +622,18 @@ def test_a_killed_run_resumes_from_its_checkpoint_bitwise_identical(tmp_path, mo
     whole, saved = _whole_and_killed(tmp_path, monkeypatch, every=50, at=100)
     assert len(saved) == 1 and read_checkpoint(saved[0])["step"] == 100
     assert not list((tmp_path / "killed" / "smoke").glob("*.json"))
-    # a save killed before its rename leaves its temporary file; another run's is not this run's to remove
-    partial, others = (saved[0].parent / f".{saved[0].name}.k1ll3d.tmp", saved[0].parent / ".full_seed8_0.pt.x.tmp")
-    partial.write_bytes(b"half a checkpoint")
-    others.write_bytes(b"another run's")
+    # saves killed before their rename: this run's, and a fused group's that will not form again, an
+    # hour old, are removed; one written a minute ago may be a save still finishing, and stays
+    partial, group, recent = (saved[0].parent / f".{saved[0].name}.k1ll3d.tmp",
+                              saved[0].parent / ".fused2_0123456789abcdef.pt.x.tmp", saved[0].parent / ".f.pt.y.tmp")
+    for path, age in ((partial, 3700), (group, 3700), (recent, 60)):
+        path.write_bytes(b"half a checkpoint")
+        os.utime(path, (time.time() - age, time.time() - age))
     resumed, trained = obtain([Run("smoke", "attn_only", 8)], tmp_path / "killed", progress=False, checkpoint_every=50)[0]
     assert trained and read_record(resumed)["provenance"]["resumed_from_step"] == 100
     assert _bits(resumed) == _bits(whole)
     assert not saved[0].exists()  # the checkpoint goes once the record is written
-    assert not partial.exists() and others.exists()
+    assert not partial.exists() and not group.exists() and recent.exists()
 
 
 def test_a_resumed_runs_record_starts_when_its_first_process_did_the_time_between_included(tmp_path, monkeypatch):

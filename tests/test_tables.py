@@ -72,6 +72,9 @@ def test_a_column_of_everyday_magnitudes_never_shows_scientific_notation_or_minu
     assert "0.000" in html and "−0.000" not in html and "-0.000" not in html
     assert "2.0×10⁻⁷" in html and "0.740" in html  # gradient norms span orders of magnitude
     assert "e-0" not in html
+    # a norm that is exactly 0 does not turn its column's small norms into 0.000 (the sentences say 3.0×10⁻⁶)
+    html = table(pd.DataFrame({"median norm": [0.246, 3e-6, 0.0]})).to_html()
+    assert "3.0×10⁻⁶" in html and "0.246" in html
 
 
 def test_prose_helpers_write_lists_constants_and_missing_runs_as_the_pages_do():

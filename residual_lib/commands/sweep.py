@@ -49,6 +49,7 @@ from ..run.runs import PAPER_SEEDS, Run, fuse_groups
 from ..storage.locks import OURS, RECORDED, claim, clean_stale_files, release_claim
 from ..storage.records import read_record
 from ..study.sections import DEFAULT_PROFILE, missing, plan, section_name
+from ..training.checkpoint import clear_killed_saves
 from ..training.store import obtain
 
 
@@ -323,6 +324,7 @@ def sweep(
     order = {seed: i for i, seed in enumerate(params["seeds"])}
     for folder in dict.fromkeys(results / s.profile.name for s in specs):
         clean_stale_files(folder)
+        clear_killed_saves(folder)
     todo = sorted(missing(specs, results), key=lambda s: order.get(s.seed, len(order)))
     report = SweepReport()
     report.trained, report.failed_runs = train_runs(todo, results, jobs, threads, executor, device, cluster, progress,

@@ -338,13 +338,17 @@ def budget_curves(curve: pd.DataFrame, floor: float, line: float, bigram: float)
     ax.axhline(floor, color="black", ls="--", lw=1)
     ax.axhline(floor - line, color="black", ls=":", lw=1)
     ax.axhline(bigram, color="black", ls="-.", lw=1)
-    handles = [plt.Line2D([], [], color=PALETTE[v], label=v) for v in ("ffn_only", "attn_only", "no_residual")
-               if v in set(curve["variant"])]
-    handles += [plt.Line2D([], [], color="black", ls="--", label="floor"),
-                plt.Line2D([], [], color="black", ls=":", label=f"floor − {line:g}"),
-                plt.Line2D([], [], color="black", ls="-.", label="bigram")]
-    # below the axes, three to a row: beside them the legend would take a third of a phone's width
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
+    runs = [plt.Line2D([], [], color=PALETTE[v], label=v) for v in ("ffn_only", "attn_only", "no_residual")
+            if v in set(curve["variant"])]
+    lines = [plt.Line2D([], [], color="black", ls="--", label="floor"),
+             plt.Line2D([], [], color="black", ls=":", label=f"floor − {line:g}"),
+             plt.Line2D([], [], color="black", ls="-.", label="bigram")]
+    # below the axes, the runs in the first row and the reference lines in the second (a legend
+    # fills its columns first); beside the axes it would take a third of a phone's width
+    blank = plt.Line2D([], [], alpha=0, label=" ")
+    runs += [blank] * (3 - len(runs))
+    ax.legend(handles=[h for pair in zip(runs, lines) for h in pair], loc="upper center", bbox_to_anchor=(0.5, -0.2),
+              ncol=3, frameon=False)
     ax.set(xlabel="training step", ylabel="val loss (nats)", title="Ten times the budget")
     _steps_axis(ax)
     ax.set_ylim(min(curve["loss"].min(), bigram) - 0.1, floor + 0.4)

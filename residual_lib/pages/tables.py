@@ -102,11 +102,12 @@ def _intervals(frame: pd.DataFrame, decimals: int) -> pd.DataFrame:
 
 def _spans(column: pd.Series) -> bool:
     """Whether a column holds a quantity that spans orders of magnitude (gradient norms,
-    p-values): every value positive, some below what three decimals show. Such a column
-    writes its small values in scientific notation; any other writes them as 0.000."""
+    p-values): no value negative, some positive and below what three decimals show (a zero
+    among them is a norm that is exactly 0). Such a column writes its small values in
+    scientific notation, as the sentences do; any other writes them as 0.000."""
     values = pd.to_numeric(column, errors="coerce")
     values = values[np.isfinite(values)] if pd.api.types.is_float_dtype(values) else values.iloc[0:0]
-    return bool(len(values)) and bool((values > 0).all()) and bool((values < 5e-4).any())
+    return bool(len(values)) and bool((values >= 0).all()) and bool(((values > 0) & (values < 5e-4)).any())
 
 
 def _grouped(column: pd.Series) -> bool:

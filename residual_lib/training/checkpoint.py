@@ -20,7 +20,6 @@ through later resumes)."""
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import io
 import os
@@ -31,6 +30,7 @@ from pathlib import Path
 import torch
 
 from ..core.files import atomic_write
+from ..storage.locks import clean_stale_files
 from ..storage.provenance import code_digest, code_version
 
 #: Steps between checkpoints for the profiles whose runs last longer than ~10 minutes on the
@@ -54,12 +54,18 @@ def checkpoint_path(results_dir: str | os.PathLike, runs: list) -> Path:
     return Path(results_dir) / first.profile.name / ".checkpoints" / f"{name}.pt"
 
 
-def clear_partial_saves(path: Path) -> None:
-    """Remove the temporary files of saves of ``path`` that were killed before their rename
-    (``atomic_write`` leaves none unless the process dies inside it). Called by the run's
-    claim holder, so no live writer owns one; a paper-10m one is ~130 MB."""
-    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
-        tmp.unlink(missing_ok=True)
+#: A checkpoint's temporary file is a killed save's once it is this old (seconds since its last
+#: write): a save takes seconds, and a stopped sweep's worker, or a cancelled cluster job,
+#: whose claim is already given back, may still be finishing its last one.
+KILLED_SAVE_AGE = 3600.0
+
+
+def clear_killed_saves(profile_folder: str | os.PathLike) -> list[Path]:
+    """Remove the temporary files of checkpoint saves killed before their rename in
+    ``<profile_folder>/.checkpoints/`` (:func:`residual_lib.core.files.atomic_write` leaves none
+    unless its process dies inside it; a ``paper-10m`` one is ~130 MB), once older than
+    :data:`KILLED_SAVE_AGE`. Returns what was removed."""
+    return clean_stale_files(Path(profile_folder) / ".checkpoints", age=KILLED_SAVE_AGE)
 
 
 def save_checkpoint(path: Path, step: int, states: list, optimizer, params: dict, train_seconds: float,

@@ -19,7 +19,7 @@ from ..core.paths import results_folder
 from ..run.runs import Run, fuse_groups
 from ..storage.locks import claim_run, clean_stale_files
 from ..storage.records import find_record, write_record
-from .checkpoint import CHECKPOINT_EVERY, checkpoint_path, clear_partial_saves
+from .checkpoint import CHECKPOINT_EVERY, checkpoint_path, clear_killed_saves
 from .train import train_group
 
 
@@ -44,6 +44,7 @@ def obtain(
     todo: list[Run] = []
     for folder in dict.fromkeys(results / r.profile.name for r in runs):
         clean_stale_files(folder)
+        clear_killed_saves(folder)
     for r in dict.fromkeys(runs):
         existing = None if force else find_record(results, r.profile.name, r.key)
         if existing is not None:
@@ -82,11 +83,9 @@ def _train_and_write(runs: list[Run], results: Path, force: bool, every: int | N
         return {}
     every = CHECKPOINT_EVERY.get(runs[0].profile.name) if every is None else every
     saved = checkpoint_path(results, runs)
-    clear_partial_saves(saved)  # a killed save's temporary file; these runs are claimed, so it is no one's
     if force:
         saved.unlink(missing_ok=True)
     records = train_group(runs, checkpoint=saved if every else None, checkpoint_every=every or None, **options)
     written = {r: (write_record(rec, r.path(results)), True) for r, rec in zip(runs, records)}
     saved.unlink(missing_ok=True)
-    clear_partial_saves(saved)
     return written

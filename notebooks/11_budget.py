@@ -20,9 +20,9 @@
 #
 # **Here.** {glue:md}`budget_here`
 #
-# **Fixed before the data.** The seeds, the line, the escape time and the decision rule were
-# committed in `residual_lib/study/budget.py` before any run of the study was trained.
-# {glue:md}`budget_registered`
+# **Fixed before the data.** The seeds, the line, the escape time and the decision rule are
+# the constants and functions of `residual_lib/study/budget.py` (`residual_lib/budget.py` when
+# they were committed, before the study's first run). {glue:md}`budget_registered`
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"

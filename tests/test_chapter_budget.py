@@ -105,43 +105,71 @@ def test_the_budget_figures_label_twenty_thousand_steps_without_labels_running_t
 def test_the_registration_sentence_counts_records_by_whether_their_code_held_the_rule(monkeypatch):
     from residual_lib.pages.scorecard import preregistration
 
-    when = datetime(2026, 12, 5, 3, 54, tzinfo=timezone.utc)
-    monkeypatch.setattr(preregistration, "first_commit_naming", lambda words: ("c" * 40, when))
-    held = {"c" * 40: True, "d" * 40: True, "b" * 40: False}  # the rule's commit, a later one, an earlier one
+    rule = chapter.REGISTRATION_COMMIT
+    monkeypatch.setattr(preregistration, "commit_time", lambda sha: datetime(2026, 12, 5, 3, 54, tzinfo=timezone.utc))
+    held = {rule: True, "d" * 40: True, "b" * 40: False}  # the rule's commit, a later one, an earlier one
     monkeypatch.setattr(preregistration, "descends", lambda commit, sha: held.get(sha))
-    frame = pd.DataFrame({"git_sha": ["c" * 40, "c" * 40, "c" * 40]})
-    assert chapter.registration_text(frame) == (
-        "The rule was fixed in commit ccccccc of 5 December 2026, 03:54 UTC. All 3 records of the study were "
+
+    def text(*shas, dirty=()):
+        return chapter.registration_text(pd.DataFrame({"git_sha": shas, "git_dirty": [i in dirty for i in
+                                                                                       range(len(shas))]}))
+
+    assert text(rule, rule, rule) == (
+        "The rule was fixed in commit c934416 of 5 December 2026, 03:54 UTC. All 3 records of the study were "
         "trained by code that already held it: each names that commit.")
-    assert "Both records" in chapter.registration_text(frame.iloc[:2])
-    later = pd.DataFrame({"git_sha": ["c" * 40, "d" * 40]})
-    assert chapter.registration_text(later).endswith("each names a commit that descends from it.")
-    mixed = pd.DataFrame({"git_sha": ["c" * 40, "b" * 40, "e" * 40, None]})
-    assert chapter.registration_text(mixed).endswith(
-        "1 of the 4 records was trained by code that already held it; 1 by code that did not and 2 name no "
-        "commit this history holds.")
-    assert chapter.registration_text(frame.iloc[:0]) == ""
-    monkeypatch.setattr(preregistration, "first_commit_naming", lambda words: None)
-    assert "no git history" in chapter.registration_text(frame)
+    assert "Both records" in text(rule, rule) and text(rule).endswith("the study's one record was trained by code "
+                                                                       "that held it.")
+    assert text(rule, "d" * 40).endswith("each names a commit that descends from it.")
+    assert text(rule, "b" * 40, "e" * 40, None, rule, dirty=(4,)).endswith(
+        "1 of the 5 records was trained by code that already held it; 1 by code that did not yet hold it and 1 from "
+        "code with uncommitted changes and 2 name no commit this history holds.")
+    assert "None of the 2 records was trained" in text("b" * 40, "b" * 40)
+    assert text("b" * 40).endswith("the study's one record was trained by code that did not yet hold it.")
+    assert text(rule, dirty=(0,)).endswith("the study's one record was trained from code with uncommitted changes.")
+    assert chapter.registration_text(pd.DataFrame({"git_sha": []})) == ""
+    monkeypatch.setattr(preregistration, "commit_time", lambda sha: None)
+    assert "which this copy's git history does not hold" in text(rule)
 
 
-def test_the_committed_budget_records_were_trained_by_the_commit_that_fixed_the_rule():
-    """The claim the chapter makes, read from this checkout's history: the oldest commit naming
-    the registration holds the rule's constants, and every committed record's code descends from it."""
+def _rule(source: str) -> dict:
+    """The study's rule as code: each upper-case constant's expression and each function's body
+    without its docstring."""
+    import ast
+
+    out = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name) and node.targets[0].id.isupper():
+            out[node.targets[0].id] = ast.unparse(node.value)
+        elif isinstance(node, ast.FunctionDef):
+            body = node.body[1:] if isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value,
+                                                                                    ast.Constant) else node.body
+            out[node.name] = ast.dump(ast.Module(body=body, type_ignores=[]))
+    return out
+
+
+def test_the_rule_today_is_the_registered_one_and_every_record_was_trained_after_it():
+    """What chapter 11 claims, checked apart from the sentence that states it: the registration
+    commit fixed the rule without any record of the study; the rule's constants and functions
+    are unchanged since; every committed record's code is that commit or descends from it, from a
+    clean tree, and finished after it."""
     import subprocess
 
-    from residual_lib.pages.scorecard import preregistration
-    from residual_lib.study.frames import load_records
+    root, commit = Path(__file__).resolve().parents[1], chapter.REGISTRATION_COMMIT
 
-    found = preregistration.first_commit_naming(chapter.REGISTRATION_MESSAGE)
-    if found is None:
-        pytest.skip("no git history here (a shallow or exported checkout)")
-    commit, when = found
-    shown = subprocess.run(["git", "show", "--stat", "--format=%s", commit], cwd=preregistration._PACKAGE,
-                           capture_output=True, text=True).stdout
-    assert "budget.py" in shown and "results/cpu-budget" not in shown
-    records = load_records(Path(__file__).resolve().parents[1] / "results" / "cpu-budget")
-    assert len(records) and chapter.registration_text(records).split(". ")[1].startswith(f"All {len(records)}")
-    for path in records.path:
-        finished = json.loads(Path(path).read_text())["provenance"].get("finished_at")
-        assert finished is None or datetime.fromisoformat(finished) > when
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+
+    if git("cat-file", "-e", f"{commit}^{{commit}}").returncode:
+        pytest.skip("the registration commit is not in this checkout's history (an export or a shallow clone)")
+    changed = git("show", "--name-only", "--format=", commit).stdout.split()
+    assert "residual_lib/budget.py" in changed and not [p for p in changed if p.startswith("results/")]
+    registered = _rule(git("show", f"{commit}:residual_lib/budget.py").stdout)
+    assert registered and registered == _rule((root / "residual_lib" / "study" / "budget.py").read_text())
+    made = datetime.fromisoformat(git("show", "-s", "--format=%cI", commit).stdout.strip())
+    records = sorted((root / "results" / "cpu-budget").glob("*.json"))
+    assert len(records) >= 16
+    for path in records:
+        provenance = json.loads(path.read_text())["provenance"]
+        assert provenance["git_dirty"] is False, path.name
+        assert git("merge-base", "--is-ancestor", commit, provenance["git_sha"]).returncode == 0, path.name
+        assert datetime.fromisoformat(provenance["finished_at"]) > made, path.name

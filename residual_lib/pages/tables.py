@@ -100,14 +100,15 @@ def _intervals(frame: pd.DataFrame, decimals: int) -> pd.DataFrame:
     return frame
 
 
-def _spans(column: pd.Series) -> bool:
+def _spans(column: pd.Series, decimals: int = 3) -> bool:
     """Whether a column holds a quantity that spans orders of magnitude (gradient norms,
-    p-values): no value negative, some positive and below what three decimals show (a zero
+    p-values): no value negative, some positive and below what its ``decimals`` show (a zero
     among them is a norm that is exactly 0). Such a column writes its small values in
     scientific notation, as the sentences do; any other writes them as 0.000."""
     values = pd.to_numeric(column, errors="coerce")
     values = values[np.isfinite(values)] if pd.api.types.is_float_dtype(values) else values.iloc[0:0]
-    return bool(len(values)) and bool((values >= 0).all()) and bool(((values > 0) & (values < 5e-4)).any())
+    small = (values > 0) & (values < 0.5 * 10 ** -decimals)
+    return bool(len(values)) and bool((values >= 0).all()) and bool(small.any())
 
 
 def _grouped(column: pd.Series) -> bool:
@@ -141,7 +142,7 @@ def table(frame: pd.DataFrame | pd.Series, headers: dict[str, str] | None = None
     frame.columns = [names.get(c, header(c)) if isinstance(c, str) else header(c) for c in frame.columns]
     if frame.columns.duplicated().any():
         raise ValueError(f"two columns share a header: {list(frame.columns)}; pass headers= to tell them apart")
-    text = pd.DataFrame({c: [number(v, d, _spans(frame[c]), _grouped(frame[c])) for v in frame[c]]
+    text = pd.DataFrame({c: [number(v, d, _spans(frame[c], d), _grouped(frame[c])) for v in frame[c]]
                          for c, d in zip(frame.columns, places)}, index=frame.index)
     styler = text.style.hide(axis="index").set_table_attributes('class="book-table"')
     if anchor:  # pandas names a table T_<uuid>: the anchor is T_<anchor>

@@ -48,40 +48,53 @@ def scope(profile: str, runs: list) -> dict[str, str]:
     return {"here": here, "intro": intro}
 
 
-#: Words in the message of the commit that fixed the study's seeds, line and rule before any of
-#: its runs (found in the history: :func:`registration_text`).
-REGISTRATION_MESSAGE = "Budget study pre-registration"
+#: The commit that fixed the study's seeds, line, escape time and rule, before any of its runs
+#: (the module was then ``residual_lib/budget.py``); :func:`registration_text` checks each record
+#: against it, and the test suite checks that the rule today is the one it holds.
+REGISTRATION_COMMIT = "c934416604dc881076741a88568f9dd4c6adac22"
+
+
+def _count(n: int, total: int) -> str:
+    """``n`` of ``total`` records as a sentence's subject: "none of the 4 records", "1 of the 4"."""
+    return f"none of the {total:,} records" if n == 0 else f"{n:,} of the {total:,} records"
 
 
 def registration_text(records: pd.DataFrame) -> str:
-    """Whether the study's records were trained by code that already held its rule: the commit
-    each record names (``provenance.git_sha``) against the commit that fixed the rule, from this
-    checkout's history. A commit, unlike a clock, cannot be set back."""
-    if not len(records):
+    """Whether the study's records were trained by code that already held its rule: each record's
+    commit (``provenance.git_sha``, from a clean working tree: ``git_dirty``) against
+    :data:`REGISTRATION_COMMIT`, by ancestry in this checkout's history."""
+    n = len(records)
+    if not n:
         return ""
-    found = preregistration.first_commit_naming(REGISTRATION_MESSAGE)
-    if found is None:
-        return ("This copy has no git history, so the commit each record names cannot be checked against the one "
-                "that fixed the rule.")
-    commit, when = found
+    when = preregistration.commit_time(REGISTRATION_COMMIT)
+    fixed = f"commit {REGISTRATION_COMMIT[:7]}"
+    if when is None:
+        return (f"The rule was fixed in {fixed}, which this copy's git history does not hold (an export or a shallow "
+                "clone), so the commit each record names cannot be checked against it here.")
     when = when.astimezone(timezone.utc)
-    fixed = f"commit {commit[:7]} of {when.day} {when:%B %Y, %H:%M} UTC"
+    fixed += f" of {when.day} {when:%B %Y, %H:%M} UTC"
     shas = [s if isinstance(s, str) else None for s in preregistration._provenance(records, "git_sha")]
-    held = [preregistration.descends(commit, sha) for sha in shas]
-    n, yes = len(records), sum(h is True for h in held)
-    same = {s for s in shas if s} == {commit}
+    dirty = [d is True for d in preregistration._provenance(records, "git_dirty")]
+    held = [None if d else preregistration.descends(REGISTRATION_COMMIT, sha) for sha, d in zip(shas, dirty)]
+    yes, no, changed = sum(h is True for h in held), sum(h is False for h in held), sum(dirty)
+    unknown = n - yes - no - changed
     if yes == n:
-        names = "each names that commit" if same else "each names a commit that descends from it"
+        names = "names that commit" if set(shas) == {REGISTRATION_COMMIT} else "names a commit that descends from it"
+        if n == 1:
+            return f"The rule was fixed in {fixed}, and the study's one record was trained by code that held it."
         return (f"The rule was fixed in {fixed}. {'Both' if n == 2 else f'All {n:,}'} records of the study were "
-                f"trained by code that already held it: {names}." if n > 1 else
-                f"The rule was fixed in {fixed}, and the one record of the study was trained by code that held it.")
-    text = (f"The rule was fixed in {fixed}. {yes} of the {n:,} records {'was' if yes == 1 else 'were'} trained by "
-            f"code that already held it")
-    later = sum(h is False for h in held)
-    unknown = n - yes - later
-    parts = ([f"{later} by code that did not"] if later else []) + (
-        [f"{unknown} {'names' if unknown == 1 else 'name'} no commit this history holds"] if unknown else [])
-    return text + "; " + " and ".join(parts) + "."
+                f"trained by code that already held it: each {names}.")
+    parts = [f"{no:,} by code that did not yet hold it"] if no else []
+    parts += [f"{changed:,} from code with uncommitted changes"] if changed else []
+    parts += [f"{unknown:,} {'names' if unknown == 1 else 'name'} no commit this history holds"] if unknown else []
+    if n == 1:
+        alone = ("was trained by code that did not yet hold it" if no else
+                 "was trained from code with uncommitted changes" if changed else "names no commit this history holds")
+        return f"The rule was fixed in {fixed}; the study's one record {alone}."
+    subject = _count(yes, n)
+    return (f"The rule was fixed in {fixed}. {subject[0].upper() + subject[1:]} "
+            f"{'were' if yes > 1 else 'was'} trained by code that already held it; "
+            + " and ".join(parts) + ".")
 
 
 def rule_text() -> str:

@@ -139,14 +139,8 @@ def current_digest_is_accounted_for() -> bool:
 def registration_commit() -> tuple[str, datetime] | None:
     """The pre-registration commit (its message names the registered digest) and its commit
     time, from this checkout's history; None where the history is not available."""
-    return first_commit_naming(REGISTERED_DIGEST[:16])
-
-
-def first_commit_naming(words: str) -> tuple[str, datetime] | None:
-    """The oldest commit whose message holds ``words`` and its commit time, from this checkout's
-    history; None where no commit names them or the history is not available."""
     try:
-        out = subprocess.run(["git", "log", "--fixed-strings", f"--grep={words}", "--format=%H %cI"],
+        out = subprocess.run(["git", "log", "--fixed-strings", f"--grep={REGISTERED_DIGEST[:16]}", "--format=%H %cI"],
                              cwd=_PACKAGE, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return None

@@ -51,7 +51,11 @@ def test_the_decision_is_provisional_until_every_seed_is_recorded():
     assert two.startswith("1 of 2 FFNOnly seeds leaves the floor (1 of them ending below the bigram reference), "
                           "1 ends within the line, and 0 leave the floor after step 15,000.")
     three = budget.decide(_times([4000] * 4))  # four escapes: 13 within the line is out of reach
-    assert chapter.decision_text(three, 16).endswith("*speed* is still reachable with the other 12.")
+    assert chapter.decision_text(three, 16).endswith("*speed* is still reachable with the other 12, *structural* no "
+                                                     "longer.")
+    eight = budget.decide(_times([4000] * 2 + [None] * 8))  # 2 + 6 escapes would fall short of 9
+    assert chapter.decision_text(eight, 16).endswith("*structural* is still reachable with the other 6, *speed* no "
+                                                     "longer.")
     early = budget.decide(_times([4000] * 9))
     assert chapter.decision_text(early, 16).endswith("the rule already reads *speed* (the asymmetry is about speed:"
                                                      " FFNOnly learns, late), whatever the other 7 show.")

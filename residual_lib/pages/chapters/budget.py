@@ -171,10 +171,11 @@ def decision_text(decision: dict, planned: int) -> str:
         reachable = [name for name, ok in (
             ("speed", decision["escaped_below_bigram"] + left >= budget.MOST),
             ("structural", decision["within_line"] + left >= budget.STAY and not decision["late_escapes"])) if ok]
+        out = [r for r in ("speed", "structural") if r not in reachable]
         return (f"{counts} With {n} of the {planned} seeds recorded, the rule cannot decide yet: "
                 + (f"{' and '.join(f'*{r}*' for r in reachable)} {'are' if len(reachable) > 1 else 'is'} still "
-                   f"reachable with the other {left}." if reachable else
-                   "neither reading can be reached any more, so the outcome will be *undecided*."))
+                   f"reachable with the other {left}" + (f", *{out[0]}* no longer" if out else "") + "."
+                   if reachable else "neither reading can be reached any more, so the outcome will be *undecided*."))
     return f"{counts} The pre-registered reading: *{decision['outcome']}*, {reading}."
 
 

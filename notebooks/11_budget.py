@@ -20,9 +20,10 @@
 #
 # **Here.** {glue:md}`budget_here`
 #
-# **Fixed before the data.** The seeds, the line, the escape time and the decision rule are
-# the constants and functions of `residual_lib/study/budget.py` (`residual_lib/budget.py` when
-# they were committed, before the study's first run). {glue:md}`budget_registered`
+# **Fixed before the data.** The seeds, the line and the decision rule are the constants and
+# functions of `residual_lib/study/budget.py` (`residual_lib/budget.py` when they were committed,
+# before the study's first run), which reads escape times as `residual_lib/study/escapes.py`
+# defines them. {glue:md}`budget_registered`
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"

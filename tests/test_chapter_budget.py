@@ -59,6 +59,10 @@ def test_the_decision_is_provisional_until_every_seed_is_recorded():
     early = budget.decide(_times([4000] * 9))
     assert chapter.decision_text(early, 16).endswith("the rule already reads *speed* (the asymmetry is about speed:"
                                                      " FFNOnly learns, late), whatever the other 7 show.")
+    so_far = budget.decide(_times([None] * 13))  # 13 within the line, but a late escape among the other 3 undoes it
+    assert so_far["outcome"] == "structural" and chapter.decision_text(so_far, 16).endswith(
+        "the rule reads *structural* so far (the collapse is structural at this budget); an escape after step 15,000 "
+        "among the other 3 would make it *undecided*.")
     speed = budget.decide(_times([5000] * 9 + [None] * 7))
     assert chapter.decision_text(speed, 16).endswith(
         "The pre-registered reading: *speed*, the asymmetry is about speed: FFNOnly learns, late.")
@@ -130,6 +134,9 @@ def test_the_registration_sentence_counts_records_by_whether_their_code_held_the
     assert "None of the 2 records was trained" in text("b" * 40, "b" * 40)
     assert text("b" * 40).endswith("the study's one record was trained by code that did not yet hold it.")
     assert text(rule, dirty=(0,)).endswith("the study's one record was trained from code with uncommitted changes.")
+    unknown = pd.DataFrame({"git_sha": [rule, rule], "git_dirty": [False, None]})  # None: the record cannot say
+    assert chapter.registration_text(unknown).endswith("1 of the 2 records was trained by code that already held it; "
+                                                       "1 names no commit this history holds.")
     assert chapter.registration_text(pd.DataFrame({"git_sha": []})) == ""
     monkeypatch.setattr(preregistration, "commit_time", lambda sha: None)
     assert "which this copy's git history does not hold" in text(rule)
@@ -169,6 +176,10 @@ def test_the_rule_today_is_the_registered_one_and_every_record_was_trained_after
     assert "residual_lib/budget.py" in changed and not [p for p in changed if p.startswith("results/")]
     registered = _rule(git("show", f"{commit}:residual_lib/budget.py").stdout)
     assert registered and registered == _rule((root / "residual_lib" / "study" / "budget.py").read_text())
+    seeds = next(line for line in git("show", f"{commit}:residual_lib/sections.py").stdout.splitlines()
+                 if line.startswith("ESCAPE_RATE_SEEDS = "))  # the seeds, which budget.py takes from here
+    assert eval(seeds.split(" = ", 1)[1])[:16] == budget.BUDGET_SEEDS
+    assert git("ls-tree", commit, "results/cpu-budget").stdout == ""  # no record of the study existed then
     made = datetime.fromisoformat(git("show", "-s", "--format=%cI", commit).stdout.strip())
     records = sorted((root / "results" / "cpu-budget").glob("*.json"))
     assert len(records) >= 16

@@ -74,9 +74,9 @@ def registration_text(records: pd.DataFrame) -> str:
     when = when.astimezone(timezone.utc)
     fixed += f" of {when.day} {when:%B %Y, %H:%M} UTC"
     shas = [s if isinstance(s, str) else None for s in preregistration._provenance(records, "git_sha")]
-    dirty = [d is True for d in preregistration._provenance(records, "git_dirty")]
-    held = [None if d else preregistration.descends(REGISTRATION_COMMIT, sha) for sha, d in zip(shas, dirty)]
-    yes, no, changed = sum(h is True for h in held), sum(h is False for h in held), sum(dirty)
+    dirty = preregistration._provenance(records, "git_dirty")  # None: the record cannot say
+    held = [preregistration.descends(REGISTRATION_COMMIT, sha) if d is False else None for sha, d in zip(shas, dirty)]
+    yes, no, changed = sum(h is True for h in held), sum(h is False for h in held), sum(d is True for d in dirty)
     unknown = n - yes - no - changed
     if yes == n:
         names = "names that commit" if set(shas) == {REGISTRATION_COMMIT} else "names a commit that descends from it"
@@ -165,9 +165,13 @@ def decision_text(decision: dict, planned: int) -> str:
     reading = READINGS[decision["outcome"]]
     if n < planned:
         left = planned - n
-        if decision["outcome"] != "undecided":
-            return (f"{counts} With {n} of the {planned} seeds recorded, the rule already reads *{decision['outcome']}*"
+        if decision["outcome"] == "speed":  # escapes recorded stay recorded
+            return (f"{counts} With {n} of the {planned} seeds recorded, the rule already reads *speed*"
                     f" ({reading}), whatever the other {left} show.")
+        if decision["outcome"] == "structural":
+            return (f"{counts} With {n} of the {planned} seeds recorded, the rule reads *structural* so far "
+                    f"({reading}); an escape after step {budget.FLAT_AFTER:,} among the other {left} would make it "
+                    "*undecided*.")
         reachable = [name for name, ok in (
             ("speed", decision["escaped_below_bigram"] + left >= budget.MOST),
             ("structural", decision["within_line"] + left >= budget.STAY and not decision["late_escapes"])) if ok]

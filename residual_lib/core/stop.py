@@ -15,9 +15,9 @@ Two ways to take a stop:
   while deferred raises at once, so that a stuck shutdown can still be broken.
 
 A signal the process ignores when a block opens (``SIG_IGN``, as a shell sets Ctrl-C for a
-script's background job) is left ignored by both. Both act on the main thread only (the one Python runs signal handlers in); elsewhere they
-change nothing. Their own bookkeeping runs with the two signals blocked, so a signal cannot
-land half-way through it.
+script's background job) is left ignored by both. Both act on the main thread only (the one
+Python runs signal handlers in); elsewhere they change nothing. Their own bookkeeping runs
+with the two signals blocked, so a signal cannot land half-way through it.
 """
 
 from __future__ import annotations

@@ -48,14 +48,14 @@ def scope(profile: str, runs: list) -> dict[str, str]:
     return {"here": here, "intro": intro}
 
 
-#: The commit that fixed the study's seeds, line, escape time and rule, before any of its runs
+#: The commit that fixed the study's seeds, line and decision rule, before any of its runs
 #: (the module was then ``residual_lib/budget.py``); :func:`registration_text` checks each record
 #: against it, and the test suite checks that the rule today is the one it holds.
 REGISTRATION_COMMIT = "c934416604dc881076741a88568f9dd4c6adac22"
 
 
 def _count(n: int, total: int) -> str:
-    """``n`` of ``total`` records as a sentence's subject: "none of the 4 records", "1 of the 4"."""
+    """``n`` of ``total`` records as a sentence's subject: "none of the 4 records", "1 of the 4 records"."""
     return f"none of the {total:,} records" if n == 0 else f"{n:,} of the {total:,} records"
 
 

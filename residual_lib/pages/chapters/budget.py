@@ -54,11 +54,6 @@ def scope(profile: str, runs: list) -> dict[str, str]:
 REGISTRATION_COMMIT = "c934416604dc881076741a88568f9dd4c6adac22"
 
 
-def _count(n: int, total: int) -> str:
-    """``n`` of ``total`` records as a sentence's subject: "none of the 4 records", "1 of the 4 records"."""
-    return f"none of the {total:,} records" if n == 0 else f"{n:,} of the {total:,} records"
-
-
 def registration_text(records: pd.DataFrame) -> str:
     """Whether the study's records were trained by code that already held its rule: each record's
     commit (``provenance.git_sha``, from a clean working tree: ``git_dirty``) against
@@ -73,8 +68,8 @@ def registration_text(records: pd.DataFrame) -> str:
                 "clone), so the commit each record names cannot be checked against it here.")
     when = when.astimezone(timezone.utc)
     fixed += f" of {when.day} {when:%B %Y, %H:%M} UTC"
-    shas = [s if isinstance(s, str) else None for s in preregistration._provenance(records, "git_sha")]
-    dirty = preregistration._provenance(records, "git_dirty")  # None: the record cannot say
+    shas = [s if isinstance(s, str) else None for s in preregistration.provenance_field(records, "git_sha")]
+    dirty = preregistration.provenance_field(records, "git_dirty")  # None: the record cannot say
     held = [preregistration.descends(REGISTRATION_COMMIT, sha) if d is False else None for sha, d in zip(shas, dirty)]
     yes, no, changed = sum(h is True for h in held), sum(h is False for h in held), sum(d is True for d in dirty)
     unknown = n - yes - no - changed
@@ -91,9 +86,9 @@ def registration_text(records: pd.DataFrame) -> str:
         alone = ("was trained by code that did not yet hold it" if no else
                  "was trained from code with uncommitted changes" if changed else "names no commit this history holds")
         return f"The rule was fixed in {fixed}; the study's one record {alone}."
-    subject = _count(yes, n)
-    return (f"The rule was fixed in {fixed}. {subject[0].upper() + subject[1:]} "
-            f"{'were' if yes > 1 else 'was'} trained by code that already held it; "
+    subject = f"None of the {n:,} records" if yes == 0 else f"{yes:,} of the {n:,} records"
+    return (f"The rule was fixed in {fixed}. {subject} {'were' if yes > 1 else 'was'} trained by code that already "
+            "held it; "
             + " and ".join(parts) + ".")
 
 

@@ -177,7 +177,7 @@ def commit_time(sha) -> datetime | None:
     return datetime.fromisoformat(out.stdout.strip()) if out.returncode == 0 and out.stdout.strip() else None
 
 
-def _provenance(own: pd.DataFrame, field: str) -> list:
+def provenance_field(own: pd.DataFrame, field: str) -> list:
     """One provenance field of each record of ``own``: its column of that name, or the field of
     the file at its ``path``; None where neither says."""
     if field in own:
@@ -202,9 +202,9 @@ def status(records: pd.DataFrame) -> dict:
     own = records[records.profile == PROFILE] if "profile" in records else records.head(0)
     starts = pd.to_datetime(own["started_at"] if "started_at" in own else pd.Series(None, index=own.index,
                                                                                    dtype=object), utc=True)
-    codes = _provenance(own, "git_sha")  # the commit of the code that trained each record
+    codes = provenance_field(own, "git_sha")  # the commit of the code that trained each record
     late = pd.Series([step is not None and descends(FIRST_START_KEPT, code) is not True
-                      for step, code in zip(_provenance(own, "resumed_from_step"), codes)], index=own.index, dtype=bool)
+                      for step, code in zip(provenance_field(own, "resumed_from_step"), codes)], index=own.index, dtype=bool)
     late_start = starts[late].min() if late.any() else None
     starts = starts.where(~late)  # a start dated after the fact, later than the true one: no evidence
     known = [t for t in (commit_time(code) for code in dict.fromkeys(codes)) if t is not None] if len(own) else []

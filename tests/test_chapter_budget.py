@@ -71,6 +71,17 @@ def test_the_decision_is_provisional_until_every_seed_is_recorded():
     assert chapter.decision_text({"runs": 0}, 16).startswith("No FFNOnly run")
 
 
+def test_a_plan_smaller_than_the_rules_counts_is_said_never_to_reach_a_reading_not_to_have_lost_it():
+    smoke = chapter.decision_text(budget.decide(_times([None])), 3)  # `smoke` plans 3 FFNOnly seeds
+    assert smoke.endswith("With 1 of the 3 seeds recorded, the rule cannot decide: neither reading can be reached: "
+                          "*speed* needs 9 seeds and *structural* needs 13 seeds, more than the 3 this profile plans,"
+                          " so the outcome will be *undecided*.")
+    assert "no longer" not in smoke and "any more" not in smoke
+    ten = chapter.decision_text(budget.decide(_times([4000])), 10)  # speed is open, structural never was
+    assert ten.endswith("cannot decide yet: *speed* is still reachable with the other 9; *structural* needs 13 "
+                        "seeds, more than the 10 this profile plans.")
+
+
 def test_the_rule_text_is_written_from_the_studys_constants():
     text = chapter.rule_text()
     assert f"at least {budget.MOST} leave the floor" in text and f"at least {budget.STAY} (81%)" in text

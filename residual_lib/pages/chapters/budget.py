@@ -167,14 +167,26 @@ def decision_text(decision: dict, planned: int) -> str:
             return (f"{counts} With {n} of the {planned} seeds recorded, the rule reads *structural* so far "
                     f"({reading}); an escape after step {budget.FLAT_AFTER:,} among the other {left} would make it "
                     "*undecided*.")
+        needs = {"speed": budget.MOST, "structural": budget.STAY}
+        never = [r for r in needs if planned < needs[r]]  # a plan smaller than the rule's counts (e.g. `smoke`)
         reachable = [name for name, ok in (
             ("speed", decision["escaped_below_bigram"] + left >= budget.MOST),
-            ("structural", decision["within_line"] + left >= budget.STAY and not decision["late_escapes"])) if ok]
-        out = [r for r in ("speed", "structural") if r not in reachable]
-        return (f"{counts} With {n} of the {planned} seeds recorded, the rule cannot decide yet: "
-                + (f"{' and '.join(f'*{r}*' for r in reachable)} {'are' if len(reachable) > 1 else 'is'} still "
-                   f"reachable with the other {left}" + (f", *{out[0]}* no longer" if out else "") + "."
-                   if reachable else "neither reading can be reached any more, so the outcome will be *undecided*."))
+            ("structural", decision["within_line"] + left >= budget.STAY and not decision["late_escapes"]))
+            if ok and name not in never]
+        lost = [r for r in needs if r not in reachable and r not in never]
+        if reachable:
+            text = (f"{' and '.join(f'*{r}*' for r in reachable)} {'are' if len(reachable) > 1 else 'is'} still "
+                    f"reachable with the other {left}" + (f", *{lost[0]}* no longer" if lost else ""))
+        elif lost:
+            text = "neither reading can be reached any more, so the outcome will be *undecided*"
+        short = (" and ".join(f"*{r}* needs {needs[r]} seeds" for r in never)
+                 + f", more than the {planned} this profile plans")
+        if not reachable and not lost:
+            text = f"neither reading can be reached: {short}, so the outcome will be *undecided*"
+        elif never:
+            text += f"; {short}"
+        yet = " yet" if reachable or lost else ""
+        return f"{counts} With {n} of the {planned} seeds recorded, the rule cannot decide{yet}: {text}."
     return f"{counts} The pre-registered reading: *{decision['outcome']}*, {reading}."
 
 

@@ -11,14 +11,9 @@
 # %% [markdown]
 # # 11 · Beyond the paper: how long does FFNOnly's collapse last?
 #
-# **The question.** Every verdict on FFNOnly's collapse at the stand-in rests on runs of
-# 2,000 steps (4.1M training tokens), where a run can still be leaving the floor at its last
-# step: at `cpu-long` seed 1337 leaves it near step 4,300, and at `cpu` seed 123 is still
-# falling at step 2,000 ([chapter 10](10_ffn_escape)). The paper's 10M runs, read as nanoGPT's
-# schedule (5,000 steps of 64 × 256 tokens; the summary does not give it), see 82M tokens.
-# So "FFNOnly cannot learn" and "FFNOnly learns late" are not told apart yet.
+# **The question.** {glue:md}`budget_question`
 #
-# **Here.** {glue:md}`budget_here`
+# **Here.** {glue:md}`budget_here` {glue:md}`budget_carry_over`
 #
 # **Fixed before the data.** The seeds, the line and the decision rule are the constants and
 # functions of `residual_lib/study/budget.py` (`residual_lib/budget.py` when they were committed,
@@ -36,6 +31,8 @@ train_missing = True
 # %%
 from IPython.display import Markdown
 
+from residual_lib import load_records
+from residual_lib.core.paths import results_folder
 from residual_lib.pages import plots
 from residual_lib.pages.book import Prose, glue
 from residual_lib.pages.chapters import budget as chapter
@@ -51,9 +48,13 @@ study = chapter.scope(profile, plan("11_budget", profile, seeds))
 glue("budget_here", Prose(study["here"]))
 glue("budget_intro", Prose(study["intro"]))  # the introduction's paragraph on the study
 glue("budget_registered", Prose(chapter.registration_text(records)))
+every_run = load_records(results_folder(results_dir))  # the stand-in's runs, for the question
+times = budget.escape_times(records)
+glue("budget_question", Prose(chapter.question_text(every_run, profile)))
+glue("budget_carry_over", Prose(chapter.carry_over_text(every_run, profile, times)))
 ffn_runs = int((records.variant == "ffn_only").sum())
 planned = ffn_runs + sum(r.variant == "ffn_only" for r in absent)
-Markdown(chapter.rule_text())
+Markdown(f"{chapter.rule_text()} {chapter.reference_text(records)}")
 
 # %%
 Markdown(chapter.progress_text(records, absent))
@@ -77,25 +78,21 @@ else:
 # ## When FFNOnly leaves the floor
 
 # %%
-times = budget.escape_times(records)
 decision = budget.decide(times) if len(times) else {"runs": 0}
 text = chapter.decision_text(decision, planned)
 glue("budget_decision", Prose(text))
+glue("budget_summary", Prose(chapter.summary_text(decision, planned)))  # the introduction's
 Markdown(text)
 
 # %%
 if len(times):
     steps = int(records.steps.max())
+    line = chapter.km_line(planned, ffn_runs)
     plots.show(
-        plots.survival(
-            budget.kaplan_meier(times),
-            steps,
-            budget.FLAT_AFTER,
-            budget.STAY / max(planned, 1),
-        ),
+        plots.survival(budget.kaplan_meier(times), steps, budget.FLAT_AFTER, line),
         "fig-budget-survival",
-        chapter.KM_CAPTION,
-        chapter.KM_ALT,
+        chapter.km_caption(line, planned),
+        chapter.km_alt(line),
     )
 
 # %%

@@ -44,18 +44,27 @@ def test_the_escape_table_gives_each_seeds_step_and_distances_in_the_studys_seed
 def test_the_decision_is_provisional_until_every_seed_is_recorded():
     partial = budget.decide(_times([8750]))
     text = chapter.decision_text(partial, 16)
-    assert text.startswith("1 of 1 FFNOnly seed leaves the floor (1 of them ending below the bigram reference), 0 end")
-    assert text.endswith("With 1 of the 16 seeds recorded, the rule cannot decide yet: *speed* and *structural* are"
-                         " still reachable with the other 15.")
+    assert text == ("The one FFNOnly seed recorded leaves the floor and ends below the bigram reference. With 1 of "
+                    "the 16 seeds recorded, the rule cannot decide yet: *speed* and *structural* are still reachable"
+                    " with the other 15.")
     two = chapter.decision_text(budget.decide(_times([8750, None])), 16)  # each verb agrees with its count
-    assert two.startswith("1 of 2 FFNOnly seeds leaves the floor (1 of them ending below the bigram reference), "
-                          "1 ends within the line, and 0 leave the floor after step 15,000.")
+    assert two.startswith("1 of 2 FFNOnly seeds leaves the floor (it ends below the bigram reference), "
+                          "1 ends within the line, and none leaves it after step 15,000.")
+    none = chapter.decision_text(budget.decide(_times([None, None])), 16)
+    assert none.startswith("None of the 2 FFNOnly seeds recorded leaves the floor: both end within the line.")
+    mixed = chapter.decision_text(budget.decide(_times([4000, 4000, 16000], finals=[2.0, 2.9, 2.0])), 16)
+    assert mixed.startswith("3 of 3 FFNOnly seeds leave the floor (2 of them ending below the bigram reference), "
+                            "0 end within the line, and 1 leaves the floor after step 15,000.")
     three = budget.decide(_times([4000] * 4))  # four escapes: 13 within the line is out of reach
     assert chapter.decision_text(three, 16).endswith("*speed* is still reachable with the other 12, *structural* no "
                                                      "longer.")
     eight = budget.decide(_times([4000] * 2 + [None] * 8))  # 2 + 6 escapes would fall short of 9
     assert chapter.decision_text(eight, 16).endswith("*structural* is still reachable with the other 6, *speed* no "
                                                      "longer.")
+    both = budget.decide(_times([4000] * 3 + [16000] + [None] * 8))  # a late escape, and too few left for speed
+    assert chapter.decision_text(both, 16).endswith(
+        "With 12 of the 16 seeds recorded, the outcome will be *undecided* whatever the other 4 show: *speed* and "
+        "*structural* can no longer be reached.")
     early = budget.decide(_times([4000] * 9))
     assert chapter.decision_text(early, 16).endswith("the rule already reads *speed* (the asymmetry is about speed:"
                                                      " FFNOnly learns, late), whatever the other 7 show.")
@@ -73,18 +82,26 @@ def test_the_decision_is_provisional_until_every_seed_is_recorded():
 
 def test_a_plan_smaller_than_the_rules_counts_is_said_never_to_reach_a_reading_not_to_have_lost_it():
     smoke = chapter.decision_text(budget.decide(_times([None])), 3)  # `smoke` plans 3 FFNOnly seeds
-    assert smoke.endswith("With 1 of the 3 seeds recorded, the rule cannot decide: neither reading can be reached: "
-                          "*speed* needs 9 seeds and *structural* needs 13 seeds, more than the 3 this profile plans,"
-                          " so the outcome will be *undecided*.")
+    assert smoke.endswith("The rule's counts are for the registered study's 16 seeds: *speed* needs 9 seeds that "
+                          "leave the floor below the bigram reference and *structural* needs 13 seeds within the line,"
+                          " more than the 3 this profile plans, so at this profile it reads *undecided* whatever its "
+                          "runs show.")
+    done = chapter.decision_text(budget.decide(_times([None] * 3)), 3)  # every planned seed recorded: not "pre-registered"
+    assert "whatever its runs show" in done and "pre-registered" not in done
     assert "no longer" not in smoke and "any more" not in smoke
     ten = chapter.decision_text(budget.decide(_times([4000])), 10)  # speed is open, structural never was
-    assert ten.endswith("cannot decide yet: *speed* is still reachable with the other 9; *structural* needs 13 "
-                        "seeds, more than the 10 this profile plans.")
+    assert ten.endswith("(*structural* needs 13 seeds within the line, more than the 10 this profile plans.) With 1 "
+                        "of the 10 seeds recorded, the rule cannot decide yet: *speed* is still reachable with the "
+                        "other 9.")
+    complete = chapter.decision_text(budget.decide(_times([None] * 10)), 10)
+    assert complete.endswith("The rule's reading: *undecided*, neither reading: the data do not decide between speed "
+                             "and structure.")
+    assert chapter.prospects(budget.decide(_times([None] * 10)), 10) == {"speed": "lost", "structural": "never"}
 
 
 def test_the_rule_text_is_written_from_the_studys_constants():
     text = chapter.rule_text()
-    assert f"at least {budget.MOST} leave the floor" in text and f"at least {budget.STAY} (81%)" in text
+    assert f"at least {budget.MOST} leave the floor" in text and f"at least {budget.STAY} (80% of 16, rounded up)" in text
     assert f"after step {budget.FLAT_AFTER:,}" in text and f"more than {budget.LINE:g} nats below" in text
 
 
@@ -140,14 +157,17 @@ def test_the_registration_sentence_counts_records_by_whether_their_code_held_the
                                                                        "that held it.")
     assert text(rule, "d" * 40).endswith("each names a commit that descends from it.")
     assert text(rule, "b" * 40, "e" * 40, None, rule, dirty=(4,)).endswith(
-        "1 of the 5 records was trained by code that already held it; 1 by code that did not yet hold it and 1 from "
-        "code with uncommitted changes and 2 name no commit this history holds.")
+        "1 of the 5 records was trained by code that already held it; 1 by code that did not yet hold it, 1 from "
+        "code with uncommitted changes and 2 from code whose commit this history does not hold.")
     assert "None of the 2 records was trained" in text("b" * 40, "b" * 40)
     assert text("b" * 40).endswith("the study's one record was trained by code that did not yet hold it.")
     assert text(rule, dirty=(0,)).endswith("the study's one record was trained from code with uncommitted changes.")
     unknown = pd.DataFrame({"git_sha": [rule, rule], "git_dirty": [False, None]})  # None: the record cannot say
-    assert chapter.registration_text(unknown).endswith("1 of the 2 records was trained by code that already held it; "
-                                                       "1 names no commit this history holds.")
+    assert chapter.registration_text(unknown).endswith(  # it names the commit: only its tree's state is unknown
+        "1 of the 2 records was trained by code that already held it; 1 from a commit that holds it, without saying "
+        "whether its code had uncommitted changes.")
+    assert chapter.registration_text(unknown.iloc[1:]).endswith(
+        "the study's one record names a commit that holds it but not whether its code had uncommitted changes.")
     assert chapter.registration_text(pd.DataFrame({"git_sha": []})) == ""
     monkeypatch.setattr(preregistration, "commit_time", lambda sha: None)
     assert "which this copy's git history does not hold" in text(rule)
@@ -199,3 +219,60 @@ def test_the_rule_today_is_the_registered_one_and_every_record_was_trained_after
         assert provenance["git_dirty"] is False, path.name
         assert git("merge-base", "--is-ancestor", commit, provenance["git_sha"]).returncode == 0, path.name
         assert datetime.fromisoformat(provenance["finished_at"]) > made, path.name
+
+
+def test_the_share_the_structural_reading_needs_is_drawn_only_against_the_whole_plan():
+    from residual_lib.pages import plots
+
+    assert chapter.km_line(16, 11) is None  # a share of 11 runs is not comparable with 13 of 16
+    assert chapter.km_line(16, 16) == pytest.approx(13 / 16) and chapter.km_line(3, 3) is None
+    assert "is drawn once all 16 seeds are recorded" in chapter.km_caption(None, 16)
+    assert "cannot be reached with the 3 seeds this profile plans" in chapter.km_caption(None, 3)
+    assert chapter.km_caption(13 / 16, 16) == chapter.KM_CAPTION and "dashed" not in chapter.km_alt(None)
+    km = pd.DataFrame({"step": [0, 8_750], "on_floor": [1.0, 0.5]})
+    for line, dashed in ((None, 0), (0.8, 1)):
+        fig = plots.survival(km, 20_000, 15_000, line)
+        assert sum(ln.get_linestyle() == "--" for ln in fig.axes[0].get_lines()) == dashed
+        plots.plt.close(fig)
+
+
+def test_the_introductions_summary_names_the_readings_in_plain_words_and_where_each_stands():
+    now = chapter.summary_text(budget.decide(_times([4000] * 2 + [None] * 9)), 16)
+    assert now == ("So far, 2 of its 11 FFNOnly seeds have left the floor for good and 9 have stayed on it. The "
+                   "reading that FFNOnly learns, only late (at least 9 of 16 seeds leave the floor) can no longer be "
+                   "reached and the reading that its collapse is structural (at least 13 of 16 seeds stay on the "
+                   "floor to the end) is still open.")
+    assert "within the line" not in now and "bigram" not in now  # the chapter's terms of art stay in the chapter
+    done = chapter.summary_text(budget.decide(_times([None] * 16)), 16)
+    assert done.startswith("In all, 0 of its 16") and done.endswith("reads that its collapse is structural (at least "
+                                                                   "13 of 16 seeds stay on the floor to the end).")
+    assert chapter.summary_text(budget.decide(_times([8750])), 16).startswith(
+        "Its one FFNOnly seed recorded so far has left the floor for good.")
+    assert chapter.summary_text(budget.decide(_times([None] * 3)), 3).endswith(
+        "Neither reading can be reached with the 3 seeds this profile plans.")
+
+
+def test_the_question_and_why_seeds_differ_are_read_from_the_committed_records():
+    from residual_lib import load_records
+
+    results = Path(__file__).resolve().parents[1] / "results"
+    every = pd.concat([load_records(results / p) for p in ("cpu", "cpu-long", "cpu-budget")], ignore_index=True)
+    question = chapter.question_text(every, "cpu")
+    assert question.startswith("Every verdict on FFNOnly's collapse at the stand-in rests on runs of 2,000 steps "
+                               "(4.1M training tokens), where a run can still be leaving the floor at its last step: "
+                               "at `cpu`, seeds 123 and 42 end below the floor still falling, by 0.032 and 0.025 nats"
+                               " per 100 steps")
+    assert "at `cpu-long` (6,000 steps), seed 1337 leaves it at step 4,300" in question
+    assert "see 81.9M tokens" in question
+    without = chapter.question_text(every[every.profile != "cpu-long"].iloc[:0], "cpu")  # no records: no clues
+    assert without.startswith("Every verdict on FFNOnly's collapse at the stand-in rests on runs of 2,000 steps (4.1M"
+                              " training tokens). The paper's 10M runs")
+    times = budget.escape_times(every[every.profile == "cpu-budget"])
+    carry = chapter.carry_over_text(every, "cpu", times)
+    assert carry.startswith("The study's runs are not the stand-in's continued: `cpu`'s learning rate decays from "
+                            "0.001 to 0.0001 over its 2,000 steps (`cpu-long`'s over 6,000), the study's stays at "
+                            "0.001 after warm-up")
+    assert "seeds 42 and 123 leave the floor at `cpu` and not here" in carry  # both on record at both profiles
+    assert chapter.carry_over_text(every, "cpu", times.iloc[:0]) == ""
+    reference = chapter.reference_text(every[every.profile == "cpu-budget"])
+    assert "the floor is 3.335 nats" in reference and "the bigram reference 2.475" in reference

@@ -356,16 +356,17 @@ def budget_curves(curve: pd.DataFrame, floor: float, line: float, bigram: float)
     return fig
 
 
-def survival(km: pd.DataFrame, steps: int, flat_after: int, stay: float) -> plt.Figure:
+def survival(km: pd.DataFrame, steps: int, flat_after: int, stay: float | None) -> plt.Figure:
     """The Kaplan-Meier share of FFNOnly runs still on the floor (``step``, ``on_floor``) to
     step ``steps``; dotted, the step after which an escape rules out the structural reading, and
-    dashed, the share on the floor that reading needs (``stay``)."""
+    dashed, the share on the floor that reading needs (``stay``; None: not drawn)."""
     fig, ax = plt.subplots(figsize=(WIDTH, 3.2))
     x = [*km["step"], steps]
     y = [*km["on_floor"], km["on_floor"].iloc[-1]]
     ax.step(x, y, where="post", color=PALETTE["ffn_only"], lw=1.6)
     ax.axvline(flat_after, color="black", ls=":", lw=1)
-    ax.axhline(stay, color="black", ls="--", lw=1)
+    if stay is not None:
+        ax.axhline(stay, color="black", ls="--", lw=1)
     ax.set(xlabel="training step", ylabel="share still on the floor", ylim=(-0.02, 1.05), xlim=(0, steps),
            title="FFNOnly's time on the floor (Kaplan–Meier)")
     _steps_axis(ax)

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 from datetime import timezone
 
+import numpy as np
 import pandas as pd
 
+from ...core.text import listing
 from ...run.profiles import get_profile
-from ...study import budget
+from ...storage.records import read_record
+from ...study import budget, escapes
+from ...study.sections import ESCAPE_PROFILES, LONG_CONDITION, controlled, usable
 from ..scorecard import preregistration
 from ..tables import missing_runs, plural  # noqa: F401 (missing_runs: the notebook's)
 
@@ -25,6 +29,15 @@ def _tokens(n: int) -> str:
     return f"{n / 1e6:.3g}M" if n >= 1e6 else f"{n / 1e3:.3g}K"
 
 
+def _share(ratio: float) -> str:
+    """A ratio of budgets in words: "half", "a tenth", "1.5 times"."""
+    words = {0.5: "half", 0.25: "a quarter", 0.1: "a tenth", 1.0: "the same as"}
+    near = min(words, key=lambda r: abs(r - ratio))
+    if abs(near - ratio) < 0.01 * max(ratio, 0.01):
+        return words[near]
+    return f"{ratio:.2g} times" if ratio >= 1 else f"{ratio * 100:.2g}% of"
+
+
 def scope(profile: str, runs: list) -> dict[str, str]:
     """The study's size at the book's ``profile``, from its planned ``runs``
     (:func:`residual_lib.study.sections.plan`): ``here`` for the chapter's opening, ``intro`` for the
@@ -36,16 +49,109 @@ def scope(profile: str, runs: list) -> dict[str, str]:
     anchors = [r.seed for r in runs if r.variant == "attn_only"]
     base = stand_in.tokens_per_step * stand_in.max_iters
     tokens = study.tokens_per_step * study.max_iters
+    paper = get_profile("paper-10m")
+    paper_tokens = paper.tokens_per_step * paper.max_iters
+    at = f"all {len(anchors)}" if len(anchors) == len(seeds) and len(seeds) > 1 else f"{len(anchors)} of them"
     here = (f"FFNOnly at the `{profile}` shape for {study.max_iters:,} steps ({_tokens(tokens)} tokens, "
             f"{tokens / base:.3g} times the stand-in's budget), at a constant learning rate after warm-up, so "
             f"that a run's first steps do not depend on how long it lasts (profile `{study.name}`), with the "
             f"fixed batches evaluated every {study.eval_interval:,} steps: {len(seeds)} {plural('seed', len(seeds))}, "
-            f"and AttnOnly and NoResidual at {len(anchors)} of them as anchors.")
+            f"and AttnOnly and NoResidual at {at} as anchors.")
     intro = (f"Whether FFNOnly cannot learn or learns late is a question of budget: the stand-in's runs see "
-             f"{_tokens(base)} training tokens, the paper's 82M (read as nanoGPT's schedule, which the summary does "
-             f"not give). The budget study trains FFNOnly for {study.max_iters:,} steps at {len(seeds)} "
-             f"{plural('seed', len(seeds))}, under a decision rule fixed before its runs.")
+             f"{_tokens(base)} training tokens, the paper's {_tokens(paper_tokens)} (read as nanoGPT's schedule, "
+             f"which the summary does not give). The budget study trains FFNOnly for {study.max_iters:,} steps "
+             f"({_tokens(tokens)} tokens, {_share(tokens / paper_tokens)} the paper's) at {len(seeds)} "
+             f"{plural('seed', len(seeds))}, at a constant learning rate, under a decision rule fixed before its runs.")
     return {"here": here, "intro": intro}
+
+
+def _ffn_escapes(every_run: pd.DataFrame, profile: str) -> pd.DataFrame:
+    """The controlled FFNOnly runs of ``profile`` among ``every_run``, each with its escape step
+    (:func:`residual_lib.study.escapes.escapes` at the study's line) and how fast its validation
+    loss still falls over its last tenth of training (``falling``, nats per 100 steps)."""
+    frame = every_run[(every_run.profile == profile) & (every_run.variant == "ffn_only")]
+    runs = escapes.escapes(controlled(usable(frame)), budget.LINE) if len(frame) else pd.DataFrame()
+    if not len(runs):
+        return pd.DataFrame(columns=["seed", "escaped", "escape_step", "falling"])
+    falling = []
+    for path in runs.path:
+        val = read_record(path)["curves"]["val"]
+        step, loss = np.asarray(val["step"], float), np.asarray(val["loss"], float)
+        back = max(1, len(step) // 10)
+        falling.append((loss[-1 - back] - loss[-1]) / (step[-1] - step[-1 - back]) * 100 if len(step) > 1 else 0.0)
+    return runs.assign(falling=falling).sort_values("seed")
+
+
+def _seeds(seeds) -> str:
+    seeds = list(seeds)
+    return f"{'seed' if len(seeds) == 1 else 'seeds'} {listing(seeds)}"
+
+
+def question_text(every_run: pd.DataFrame, profile: str) -> str:
+    """The chapter's question, read from ``every_run``: the stand-in's budget, its FFNOnly runs that end
+    below the floor still falling, the longer schedule's escapes (chapter 10's runs), and the paper's
+    budget as ``paper-10m`` reads it."""
+    stand_in, paper = get_profile(profile), get_profile("paper-10m")
+    base = stand_in.tokens_per_step * stand_in.max_iters
+    text = (f"Every verdict on FFNOnly's collapse at the stand-in rests on runs of {stand_in.max_iters:,} steps "
+            f"({_tokens(base)} training tokens)")
+    clues = []
+    runs = _ffn_escapes(every_run, profile)
+    still = runs[runs.escaped & (runs.falling > 0)].sort_values("falling", ascending=False)
+    if len(still):
+        rates = listing(f"{r:.3f}" for r in still.falling)
+        clues.append(f"at `{profile}`, {_seeds(still.seed)} {'ends' if len(still) == 1 else 'end'} below the floor "
+                     f"still falling, by {rates} nats per 100 steps over the last tenth of training")
+    long = ESCAPE_PROFILES.get(profile, {}).get(LONG_CONDITION)
+    late = _ffn_escapes(every_run, long) if long else pd.DataFrame()
+    late = late[late.escaped] if len(late) else late
+    if len(late):
+        steps = listing(f"{int(t):,}" for t in late.escape_step)
+        clues.append(f"at `{long}` ({get_profile(long).max_iters:,} steps), {_seeds(late.seed)} "
+                     f"{'leaves' if len(late) == 1 else 'leave'} it at step {steps}")
+    if clues:
+        text += (", where a run can still be leaving the floor at its last step: " + "; ".join(clues)
+                 + " ([chapter 10](10_ffn_escape))")
+    return (text + f". The paper's 10M runs, read as nanoGPT's schedule ({paper.max_iters:,} steps of "
+            f"{paper.batch_size} × {paper.block_size} tokens; the summary does not give it), see "
+            f"{_tokens(paper.tokens_per_step * paper.max_iters)} tokens. So \"FFNOnly cannot learn\" and \"FFNOnly "
+            "learns late\" are not told apart yet.")
+
+
+def carry_over_text(every_run: pd.DataFrame, profile: str, times: pd.DataFrame) -> str:
+    """Why the study's runs are not the stand-in's runs continued: the learning-rate schedules differ,
+    and the seeds whose outcome differs between them (from ``every_run`` and the study's ``times``)."""
+    if not len(times):
+        return ""
+    stand_in, study = get_profile(profile), get_profile(times.profile.iloc[0])
+    long = ESCAPE_PROFILES.get(profile, {}).get(LONG_CONDITION)
+    text = (f"The study's runs are not the stand-in's continued: `{profile}`'s learning rate decays from "
+            f"{stand_in.learning_rate:g} to {stand_in.min_lr:g} over its {stand_in.max_iters:,} steps"
+            + (f" (`{long}`'s over {get_profile(long).max_iters:,})" if long else "")
+            + f", the study's stays at {study.learning_rate:g} after warm-up, so a seed draws the same first weights "
+            "and batches but takes other steps.")
+    here = dict(zip(times.seed, times.escaped))
+    differ = []
+    for other in [profile, long] if long else [profile]:
+        runs = _ffn_escapes(every_run, other)
+        there = {s: e for s, e in zip(runs.seed, runs.escaped) if s in here}
+        left = sorted(s for s, e in there.items() if e and not here[s])
+        came = sorted(s for s, e in there.items() if here[s] and not e)
+        differ += [f"{_seeds(left)} {'leaves' if len(left) == 1 else 'leave'} the floor at `{other}` and not here"] if left else []
+        differ += [f"{_seeds(came)} {'leaves' if len(came) == 1 else 'leave'} it here and not at `{other}`"] if came else []
+    if differ:
+        text += " Which seeds leave the floor changes with it: " + "; ".join(differ) + "."
+    return text
+
+
+def reference_text(records: pd.DataFrame) -> str:
+    """The two losses the rule measures against, on the study's evaluation batches."""
+    if not len(records):
+        return ""
+    return (f"On the study's fixed evaluation batches the floor is {records.eval_floor.iloc[0]:.3f} nats (the loss of "
+            "predicting every character by its frequency in the training text, about where a model that cannot use "
+            f"its input ends) and the bigram reference {records.eval_bigram.iloc[0]:.3f} (predicting it from the "
+            "character before, by the training text's pair counts).")
 
 
 #: The commit that fixed the study's seeds, line and decision rule, before any of its runs
@@ -70,26 +176,28 @@ def registration_text(records: pd.DataFrame) -> str:
     fixed += f" of {when.day} {when:%B %Y, %H:%M} UTC"
     shas = [s if isinstance(s, str) else None for s in preregistration.provenance_field(records, "git_sha")]
     dirty = preregistration.provenance_field(records, "git_dirty")  # None: the record cannot say
-    held = [preregistration.descends(REGISTRATION_COMMIT, sha) if d is False else None for sha, d in zip(shas, dirty)]
-    yes, no, changed = sum(h is True for h in held), sum(h is False for h in held), sum(d is True for d in dirty)
-    unknown = n - yes - no - changed
+    held = [preregistration.descends(REGISTRATION_COMMIT, sha) if sha else None for sha in shas]
+    yes = sum(h is True and d is False for h, d in zip(held, dirty))
+    no = sum(h is False for h in held)
+    changed = sum(h is not False and d is True for h, d in zip(held, dirty))
+    unsure = sum(h is True and d is None for h, d in zip(held, dirty))  # the commit, its tree's state unrecorded
+    unknown = n - yes - no - changed - unsure
     if yes == n:
         names = "names that commit" if set(shas) == {REGISTRATION_COMMIT} else "names a commit that descends from it"
         if n == 1:
             return f"The rule was fixed in {fixed}, and the study's one record was trained by code that held it."
         return (f"The rule was fixed in {fixed}. {'Both' if n == 2 else f'All {n:,}'} records of the study were "
                 f"trained by code that already held it: each {names}.")
-    parts = [f"{no:,} by code that did not yet hold it"] if no else []
-    parts += [f"{changed:,} from code with uncommitted changes"] if changed else []
-    parts += [f"{unknown:,} {'names' if unknown == 1 else 'name'} no commit this history holds"] if unknown else []
+    kinds = [(no, "by code that did not yet hold it", "was trained by code that did not yet hold it"),
+             (changed, "from code with uncommitted changes", "was trained from code with uncommitted changes"),
+             (unsure, "from a commit that holds it, without saying whether its code had uncommitted changes",
+              "names a commit that holds it but not whether its code had uncommitted changes"),
+             (unknown, "from code whose commit this history does not hold", "names no commit this history holds")]
     if n == 1:
-        alone = ("was trained by code that did not yet hold it" if no else
-                 "was trained from code with uncommitted changes" if changed else "names no commit this history holds")
-        return f"The rule was fixed in {fixed}; the study's one record {alone}."
+        return f"The rule was fixed in {fixed}; the study's one record {next(one for k, _, one in kinds if k)}."
     subject = f"None of the {n:,} records" if yes == 0 else f"{yes:,} of the {n:,} records"
     return (f"The rule was fixed in {fixed}. {subject} {'were' if yes > 1 else 'was'} trained by code that already "
-            "held it; "
-            + " and ".join(parts) + ".")
+            "held it; " + listing(f"{k:,} {many}" for k, many, _ in kinds if k) + ".")
 
 
 def rule_text() -> str:
@@ -98,7 +206,7 @@ def rule_text() -> str:
     return (f"A run *leaves the floor* at the first evaluation from which its validation loss stays more than "
             f"{budget.LINE:g} nats below the floor of its evaluation batches to the end; a run that never does is "
             f"censored at its last step. Over the {n} FFNOnly seeds: if at least {budget.MOST} leave the floor and "
-            f"end below the bigram reference, {READINGS['speed']}; if at least {budget.STAY} ({budget.STAY / n:.0%}) "
+            f"end below the bigram reference, {READINGS['speed']}; if at least {budget.STAY} (80% of {n}, rounded up) "
             f"end within the line and none leaves the floor after step {budget.FLAT_AFTER:,}, "
             f"{READINGS['structural']}; otherwise neither.")
 
@@ -144,50 +252,109 @@ def progress_text(records: pd.DataFrame, absent: list) -> str:
     return text
 
 
+def _counts(decision: dict) -> str:
+    """The counts the rule reads, in a sentence whose verbs agree with them."""
+    n, escaped, below = decision["runs"], decision["escaped"], decision["escaped_below_bigram"]
+    within, late = decision["within_line"], decision["late_escapes"]
+    if n == 1:
+        if escaped:
+            return (f"The one FFNOnly seed recorded leaves the floor and ends "
+                    f"{'below' if below else 'above'} the bigram reference"
+                    + (f", after step {budget.FLAT_AFTER:,}." if late else "."))
+        return "The one FFNOnly seed recorded ends within the line."
+    if escaped == 0:
+        return (f"None of the {n} FFNOnly seeds recorded leaves the floor: "
+                f"{'both' if n == 2 else f'all {n}'} end within the line.")
+    ending = ("it ends below the bigram reference" if below else "it ends above the bigram reference") if escaped == 1 \
+        else (f"{'both' if escaped == 2 else 'all'} of them ending below the bigram reference" if below == escaped else
+              f"{below} of them ending below the bigram reference")
+    return (f"{escaped} of {n} FFNOnly seeds {'leaves' if escaped == 1 else 'leave'} the floor ({ending}), "
+            f"{within} {'ends' if within == 1 else 'end'} within the line, and "
+            + (f"{late} {'leaves' if late == 1 else 'leave'} the floor after step {budget.FLAT_AFTER:,}." if late
+               else f"none leaves it after step {budget.FLAT_AFTER:,}."))
+
+
+#: How many seeds each reading needs, and what of.
+NEEDS = {"speed": (budget.MOST, "that leave the floor below the bigram reference"),
+         "structural": (budget.STAY, "within the line")}
+
+
+def prospects(decision: dict, planned: int) -> dict[str, str]:
+    """Each reading's standing with ``decision``'s runs of ``planned``: ``reached``, ``open`` (the seeds
+    still to come can reach it), ``lost`` (they cannot any more) or ``never`` (the plan has fewer
+    seeds than it needs, as at ``smoke``)."""
+    left = max(planned - decision["runs"], 0)
+    can = {"speed": decision["escaped_below_bigram"] + left >= budget.MOST,
+           "structural": decision["within_line"] + left >= budget.STAY and not decision["late_escapes"]}
+    return {name: "never" if planned < NEEDS[name][0] else "reached" if decision["outcome"] == name
+            else "open" if can[name] else "lost" for name in NEEDS}
+
+
 def decision_text(decision: dict, planned: int) -> str:
     """The rule's reading of the FFNOnly runs recorded (``decision``: :func:`residual_lib.study.budget.decide`),
-    with the counts it rests on; provisional while fewer than ``planned`` seeds are recorded."""
+    with the counts it rests on; provisional while fewer than ``planned`` seeds are recorded. The reading is
+    called pre-registered only where ``planned`` is the registered study's seed count."""
     n = decision["runs"]
     if not n:
         return "No FFNOnly run of the study is recorded yet, so the rule has nothing to read."
-    def verb(count: int, one: str, many: str) -> str:  # "1 of 2 seeds leaves", "0 leave"
-        return f"{count} {one if count == 1 else many}"
+    counts, reading, left = _counts(decision), READINGS[decision["outcome"]], planned - n
+    standing = prospects(decision, planned)
+    never = [r for r in NEEDS if standing[r] == "never"]
+    if never:
+        short = (f"{listing(f'*{r}* needs {NEEDS[r][0]} seeds {NEEDS[r][1]}' for r in never)}, more than the "
+                 f"{planned} this profile plans")
+        other = [r for r in NEEDS if r not in never]
+        if not other:
+            return (f"{counts} The rule's counts are for the registered study's {len(budget.BUDGET_SEEDS)} seeds: "
+                    f"{short}, so at this profile it reads *undecided* whatever its runs show.")
+        counts += f" ({short}.)"
+    if left <= 0:
+        registered = "The pre-registered reading" if planned == len(budget.BUDGET_SEEDS) else "The rule's reading"
+        return f"{counts} {registered}: *{decision['outcome']}*, {reading}."
+    recorded = f"With {n} of the {planned} seeds recorded"
+    if decision["outcome"] == "speed":  # escapes recorded stay recorded
+        return f"{counts} {recorded}, the rule already reads *speed* ({reading}), whatever the other {left} show."
+    if decision["outcome"] == "structural":
+        return (f"{counts} {recorded}, the rule reads *structural* so far ({reading}); an escape after step "
+                f"{budget.FLAT_AFTER:,} among the other {left} would make it *undecided*.")
+    open_ = [r for r in NEEDS if standing[r] == "open"]
+    lost = [r for r in NEEDS if standing[r] == "lost"]
+    if not open_:
+        return (f"{counts} {recorded}, the outcome will be *undecided* whatever the other {left} show: "
+                + (f"{listing(f'*{r}*' for r in lost)} can no longer be reached." if lost else "."))
+    return (f"{counts} {recorded}, the rule cannot decide yet: {listing(f'*{r}*' for r in open_)} "
+            f"{'are' if len(open_) > 1 else 'is'} still reachable with the other {left}"
+            + (f", *{lost[0]}* no longer." if lost else "."))
 
-    counts = (f"{decision['escaped']} of {n} FFNOnly {plural('seed', n)} "
-              f"{'leaves' if decision['escaped'] == 1 else 'leave'} the floor ({decision['escaped_below_bigram']} of "
-              f"them ending below the bigram reference), {verb(decision['within_line'], 'ends', 'end')} within the "
-              f"line, and {verb(decision['late_escapes'], 'leaves', 'leave')} the floor after step {budget.FLAT_AFTER:,}.")
-    reading = READINGS[decision["outcome"]]
-    if n < planned:
-        left = planned - n
-        if decision["outcome"] == "speed":  # escapes recorded stay recorded
-            return (f"{counts} With {n} of the {planned} seeds recorded, the rule already reads *speed*"
-                    f" ({reading}), whatever the other {left} show.")
-        if decision["outcome"] == "structural":
-            return (f"{counts} With {n} of the {planned} seeds recorded, the rule reads *structural* so far "
-                    f"({reading}); an escape after step {budget.FLAT_AFTER:,} among the other {left} would make it "
-                    "*undecided*.")
-        needs = {"speed": budget.MOST, "structural": budget.STAY}
-        never = [r for r in needs if planned < needs[r]]  # a plan smaller than the rule's counts (e.g. `smoke`)
-        reachable = [name for name, ok in (
-            ("speed", decision["escaped_below_bigram"] + left >= budget.MOST),
-            ("structural", decision["within_line"] + left >= budget.STAY and not decision["late_escapes"]))
-            if ok and name not in never]
-        lost = [r for r in needs if r not in reachable and r not in never]
-        if reachable:
-            text = (f"{' and '.join(f'*{r}*' for r in reachable)} {'are' if len(reachable) > 1 else 'is'} still "
-                    f"reachable with the other {left}" + (f", *{lost[0]}* no longer" if lost else ""))
-        elif lost:
-            text = "neither reading can be reached any more, so the outcome will be *undecided*"
-        short = (" and ".join(f"*{r}* needs {needs[r]} seeds" for r in never)
-                 + f", more than the {planned} this profile plans")
-        if not reachable and not lost:
-            text = f"neither reading can be reached: {short}, so the outcome will be *undecided*"
-        elif never:
-            text += f"; {short}"
-        yet = " yet" if reachable or lost else ""
-        return f"{counts} With {n} of the {planned} seeds recorded, the rule cannot decide{yet}: {text}."
-    return f"{counts} The pre-registered reading: *{decision['outcome']}*, {reading}."
+
+#: The two readings in plain words, for the introduction.
+PLAIN = {"speed": (f"that FFNOnly learns, only late (at least {budget.MOST} of {len(budget.BUDGET_SEEDS)} seeds leave "
+                   "the floor)"),
+         "structural": (f"that its collapse is structural (at least {budget.STAY} of {len(budget.BUDGET_SEEDS)} seeds "
+                        "stay on the floor to the end)")}
+
+
+def summary_text(decision: dict, planned: int) -> str:
+    """The introduction's sentences on the rule's reading: :func:`decision_text` without its terms of art."""
+    n = decision["runs"]
+    if not n:
+        return "No run of the study is recorded yet."
+    escaped, within = decision["escaped"], decision["within_line"]
+    if n == 1:
+        text = f"Its one FFNOnly seed recorded so far {'has left' if escaped else 'has not left'} the floor for good."
+    else:
+        text = (f"{'So far,' if n < planned else 'In all,'} {escaped} of its {n} FFNOnly seeds "
+                f"{'has' if escaped == 1 else 'have'} left the floor for good and {within} "
+                f"{'has' if within == 1 else 'have'} stayed on it.")
+    standing = prospects(decision, planned)
+    if all(v == "never" for v in standing.values()):
+        return text + f" Neither reading can be reached with the {planned} seeds this profile plans."
+    if n >= planned or standing["speed"] == "reached":
+        return text + f" The rule fixed before the runs reads {PLAIN.get(decision['outcome'], 'neither way')}."
+    if standing["structural"] == "reached":
+        return text + f" The rule reads {PLAIN['structural']} so far; a late escape among the other seeds would undo it."
+    said = {"open": "is still open", "lost": "can no longer be reached", "never": "cannot be reached at this profile"}
+    return text + " The reading " + " and the reading ".join(f"{PLAIN[r]} {said[standing[r]]}" for r in NEEDS) + "."
 
 
 #: The captions and alt texts of the chapter's figures.
@@ -199,5 +366,31 @@ CURVES_ALT = ("Line chart of validation loss in nats against training step for F
 KM_CAPTION = ("The Kaplan–Meier estimate of the share of FFNOnly's seeds still on the floor at each step (runs that"
               " never leave it count to their last step). Dotted, the step after which an escape rules out the"
               " structural reading; dashed, the share on the floor that reading needs.")
+
+
+def km_line(planned: int, recorded: int) -> float | None:
+    """The share on the floor the structural reading needs, as the survival figure draws it: only once all
+    ``planned`` seeds are recorded (before, the curve is a share of the runs recorded, the rule's count one of
+    the plan's), and only where the plan can reach it."""
+    return budget.STAY / planned if recorded >= planned >= budget.STAY else None
+
+
+def km_caption(line: float | None, planned: int) -> str:
+    """:data:`KM_CAPTION`, saying why the needed share is not drawn where :func:`km_line` leaves it out."""
+    if line is not None:
+        return KM_CAPTION
+    why = (f"is drawn once all {planned} seeds are recorded: until then the curve is a share of the runs recorded"
+           if planned >= budget.STAY else f"cannot be reached with the {planned} seeds this profile plans")
+    return KM_CAPTION.replace("; dashed, the share on the floor that reading needs.",
+                              f". The share on the floor that reading needs ({budget.STAY} of "
+                              f"{len(budget.BUDGET_SEEDS)} seeds) {why}.")
+
+
 KM_ALT = ("Step chart of the share of FFNOnly runs still on the floor against training step, from 1 down, with a"
           " vertical dotted line and a horizontal dashed line.")
+
+
+def km_alt(line: float | None) -> str:
+    """:data:`KM_ALT`, without the dashed line where :func:`km_line` leaves it out."""
+    return KM_ALT if line is not None else KM_ALT.replace(" and a horizontal dashed line.", ".").replace(
+        "with a vertical", "and a vertical")

@@ -100,7 +100,13 @@ def test_amendments_made_after_a_records_code_was_committed_are_said_to_be_so(mo
     brief = preregistration.statement(frame, brief=True)
     n = len(amendments)
     assert (f"each before any `paper-10m` record existed; {n - 3} of them came after the code that trained it was "
-            f"committed ({amendments[2].date}), so while that run may already have been training;") in brief
+            f"committed ({amendments[2].date}), so possibly while that run was training;") in brief
+    # a record whose recorded start and end bracket some of them: those came while it certainly trained
+    bracket = frame.assign(started_at=[amendments[4].date.replace(" UTC", "+00:00")],
+                           finished_at=["2026-12-06T01:41:02+00:00"])
+    assert preregistration.status(bracket)["amended_while_training"] == n - 5  # the fifth's own minute is no later
+    assert (f"so possibly while that run was training, and {n - 5} of them between the start its record gives and "
+            "its end, so certainly while it was;") in preregistration.statement(bracket, brief=True)
     monkeypatch.setattr(preregistration, "commit_time", lambda sha: amendments[-1].when)  # code after them all
     assert "each before any `paper-10m` record existed; the [scorecard]" in preregistration.statement(frame, brief=True)
 

@@ -106,18 +106,18 @@ CHANGES: tuple[Change, ...] = (
     Change("5d5fc5f", "2026-12-05T07:36", ("gain_confound",),
            "a timing run read only where it retraces its gain run to within 0.01 nats; a seed judged only when run "
            "at every gain; the timing at the paper's own 200 steps reported beside the verdict",
-           "a review: spliced curves were not checked against each other, and a seed part-way through its gains "
+           "spliced curves were not checked against each other, and a seed part-way through its gains "
            "could be judged", "the 12 timing runs and the 4 gain runs at seed 1337; the gain runs at seeds 42 and "
            "123 were training"),
     Change("fab7f42", "2026-12-05T09:41", ("joint_collapse", "hidden_norm_growth", "asymmetry", "ffn_vs_no_residual",
                                            "absolute", "alpha_routing", "mixer_test", "eval_noise_explains"),
            "the central sweep's seeds counted only where every variant has a run that trained to the end: a seed "
            "at which one variant diverged is left out of every comparison, on every page alike",
-           "a fault probe: one diverged run let two pages state two means for one claim",
+           "one diverged run let two pages state two means for one claim",
            "every cpu and cpu-dropout record; none diverged, so no verdict moved"),
     Change("a76ab55", "2026-12-05T10:05", ("intermediate_reproduction",),
            "AttnOnly's seed spread read over the central sweep's seeds, the seeds every page quotes its mean over",
-           "a second probe: the scorecard quoted AttnOnly's mean over two sets of seeds once a run diverged",
+           "the scorecard quoted AttnOnly's mean over two sets of seeds once a run diverged",
            "every cpu and cpu-dropout record; at both the same five seeds, so no verdict moved"),
 )
 

@@ -80,28 +80,28 @@ AMENDMENTS: tuple[Amendment, ...] = (
               "input-blind model can reach and apart for runs started after its lines were fixed; the mixer's "
               "shares also measured from the floor; the budget study's chapter in the plans; wording: a gap "
               "named with its sign, a statement cut short, a statement's section, the routing rule's best layer",
-              "a review of the stand-in's verdicts: the timing rested on one seed and evaluations 100 steps "
-              "apart, and several texts said more than their numbers", records_existed=False),
+              "the timing rested on one seed and evaluations 100 steps apart, and several texts said more than "
+              "their numbers", records_existed=False),
     Amendment("28c3ea241f877d43e69bd93fbe2119158b141ecf2ce5a339910630db4b9a8235", "2026-12-05 07:36 UTC",
               "a timing run is read only where it retraces its gain run to within 0.01 nats (limits.EARLY_AGREE); "
               "a seed is judged on the gain confound only when run at every gain; the timing also given at the "
               "paper's own 200 steps; the input-blind line marked as drawn after the runs; the paper's relative "
               "gaps named FFNOnly − AttnOnly; wording of the intermediate reproduction's agreement",
-              "a second review: spliced curves were not checked, an incomplete seed could be judged, and the "
+              "spliced curves were not checked, an incomplete seed could be judged, and the "
               "post-hoc line was counted among lines fixed before the data", records_existed=False),
     Amendment("d8693ff74effcc46e2b1f6a893f9db410a942a1c4075c38db560d0f9e9f85c72", "2026-12-05 09:41 UTC",
               "records filed outside `<results>/<profile>/` are left out; a record naming another corpus (its sha256) "
               "is off its profile's recipe; the central sweep is selected once (sections.central_sweep: usable "
               "controlled runs at the seeds every variant has) for the rules, the headline and chapter 6; a table "
               "keeps runs of other conditions in rows of their own",
-              "a fault probe: a copied results folder was counted again, a shuffled corpus trained under the "
+              "a copied results folder was counted again, a shuffled corpus trained under the "
               "profile's name, and one missing record let two pages state two means for one claim",
               records_existed=False),
     Amendment("05844b1a41f4c95ea0401535610b280f67f76946a516b95deb4c70826a180502", "2026-12-05 10:05 UTC",
               "a record in a folder not named after its profile is left out; records of one profile that name "
               "different corpora are kept apart; the intermediate-reproduction rule reads AttnOnly over the central "
               "sweep's seeds",
-              "a second fault probe: copies filed beside the profile folders were bad records, OpenWebText records "
+              "copies filed beside the profile folders were bad records, OpenWebText records "
               "of other documents shared a profile, and AttnOnly's mean was quoted over two sets of seeds",
               records_existed=False),
     Amendment("584515f2bd431282d250082ab3088ffc777f7c47a90439ec7f4f92bc58473b38", "2026-12-05 13:12 UTC",
@@ -206,6 +206,10 @@ def status(records: pd.DataFrame) -> dict:
     late = pd.Series([step is not None and descends(FIRST_START_KEPT, code) is not True
                       for step, code in zip(provenance_field(own, "resumed_from_step"), codes)], index=own.index, dtype=bool)
     late_start = starts[late].min() if late.any() else None
+    finished = pd.to_datetime(pd.Series(provenance_field(own, "finished_at"), index=own.index, dtype=object), utc=True)
+    # an amendment between a record's start as recorded (later than or at the true one) and its end came while it trained
+    during = sum(any(start < pd.Timestamp(a.when) < end for start, end in zip(starts, finished)
+                     if pd.notna(start) and pd.notna(end)) for a in AMENDMENTS)
     starts = starts.where(~late)  # a start dated after the fact, later than the true one: no evidence
     known = [t for t in (commit_time(code) for code in dict.fromkeys(codes)) if t is not None] if len(own) else []
     code_from = min(known) if known else None  # no run of these records can have begun before its code existed
@@ -213,7 +217,8 @@ def status(records: pd.DataFrame) -> dict:
            "started_after": None, "unknown": None, "first_start": starts.min() if starts.notna().any() else None,
            "holds": None, "amendments": len(AMENDMENTS), "descend": None, "late_dated": int(late.sum()),
            "late_start": late_start, "code_from": code_from,
-           "amended_after_code": sum(a.when > code_from for a in AMENDMENTS) if code_from else 0}
+           "amended_after_code": sum(a.when > code_from for a in AMENDMENTS) if code_from else 0,
+           "amended_while_training": during}
     if found is not None:
         sha, when = found
         held = pd.Series([descends(sha, code) for code in codes], index=own.index, dtype=object)
@@ -262,9 +267,14 @@ def _while_training(s: dict) -> str:
     if not k:
         return ""
     when = s["code_from"].astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return (f"; {'all' if k == len(AMENDMENTS) else k} of them came after the code that trained "
-            f"{'the first record' if s['records'] > 1 else 'it'} was committed ({when}), so while that run may "
-            "already have been training")
+    text = (f"; {'all' if k == len(AMENDMENTS) else k} of them came after the code that trained "
+            f"{'the first record' if s['records'] > 1 else 'it'} was committed ({when}), so possibly while "
+            f"{'a' if s['records'] > 1 else 'that'} run was training")
+    during = s.get("amended_while_training", 0)
+    if during:
+        text += (f", and {'all' if during == k else during} of them between the start {'a' if s['records'] > 1 else 'its'}"
+                 f" record gives and its end, so certainly while it was")
+    return text
 
 
 def statement(records: pd.DataFrame, brief: bool = False) -> str:

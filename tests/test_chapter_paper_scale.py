@@ -102,7 +102,9 @@ def test_how_a_run_was_trained_is_read_from_its_provenance():
     assert scorecard.how_trained(pd.concat([cpu, gpu])) == "on CPU in bf16 and on a GPU (NVIDIA H200) in bf16"
     assert scorecard.how_trained(cpu.assign(precision=float("nan"))) == "on CPU"
     sentence = scorecard.profiles_sentence("cpu", cpu.assign(on_recipe=True))
-    assert sentence.endswith("The `paper-10m` runs shown were trained here on CPU in bf16.")
+    assert sentence.endswith("The `paper-10m` run shown was trained here on CPU in bf16.")  # one run, said as one
+    two = scorecard.profiles_sentence("cpu", pd.concat([cpu, cpu.assign(seed=42)]).assign(on_recipe=True))
+    assert two.endswith("The 2 `paper-10m` runs shown were trained here on CPU in bf16.")
     assert "trained here on" not in scorecard.profiles_sentence("cpu", cpu.assign(on_recipe=False))
 
 

@@ -95,7 +95,8 @@ def profiles_sentence(stand_in: str = BOOK_PROFILE, records: pd.DataFrame | None
         own = records[records.profile == name] if records is not None and len(records) else ()
         own = own[own.on_recipe.astype(bool)] if len(own) and "on_recipe" in own else own
         if len(own):
-            text += f" The `{name}` runs shown were trained here {how_trained(own)}."
+            runs = f"`{name}` run shown was" if len(own) == 1 else f"{len(own)} `{name}` runs shown were"
+            text += f" The {runs} trained here {how_trained(own)}."
     return text
 
 

@@ -48,7 +48,7 @@ study = chapter.scope(profile, plan("11_budget", profile, seeds))
 glue("budget_here", Prose(study["here"]))
 glue("budget_intro", Prose(study["intro"]))  # the introduction's paragraph on the study
 glue("budget_registered", Prose(chapter.registration_text(records)))
-every_run = load_records(results_folder(results_dir))  # the stand-in's runs, for the question
+every_run = load_records(results_folder(results_dir))  # the stand-in's runs too
 times = budget.escape_times(records)
 glue("budget_question", Prose(chapter.question_text(every_run, profile)))
 glue("budget_carry_over", Prose(chapter.carry_over_text(every_run, profile, times)))
@@ -81,7 +81,7 @@ else:
 decision = budget.decide(times) if len(times) else {"runs": 0}
 text = chapter.decision_text(decision, planned)
 glue("budget_decision", Prose(text))
-glue("budget_summary", Prose(chapter.summary_text(decision, planned)))  # the introduction's
+glue("budget_summary", Prose(chapter.summary_text(decision, planned)))  # for the intro
 Markdown(text)
 
 # %%

@@ -171,10 +171,9 @@ def _attn_sentence(attn: pd.DataFrame, values: pd.DataFrame) -> str:
     n, mean = len(attn), attn.final_val_loss.mean()
     if all(s == "recovered" for s in states):
         who = "AttnOnly recovers in every seed" if n > 1 else "AttnOnly's one seed recovers"
-        rel, tol = abs(mean - paper_value) / paper_value, scorecard.REL_TOL
-        off = (f" ({rel:.1%} of it, {'within' if rel <= tol else 'outside'} the {tol:.0%} the scorecard counts as "
-               "agreeing)" if round(abs(mean - paper_value), 3) else "")
-        return f"{who}, ending {_than(mean, paper_value)} the paper's {paper_value:.3f}{off}"
+        rel, tol, off = abs(mean - paper_value) / paper_value, scorecard.REL_TOL, _than(mean, paper_value)
+        band = f" ({rel:.1%} of it, {'within' if rel <= tol else 'outside'} the {tol:.0%} the scorecard counts as agreeing)"
+        return f"{who}, ending {off} the paper's {paper_value:.3f}{band if off != 'equal to' else ''}"
     stuck = [int(s) for s, st in zip(attn.seed, states) if st != "recovered"]
     margin = scorecard.RECOVERY_MARGIN
     if len(stuck) == n:

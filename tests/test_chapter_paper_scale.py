@@ -133,8 +133,9 @@ def test_the_chapter_reads_the_smoke_records(smoke_results):
     shares = layer0.assign(**{"share at 0.000": [0.0, 0.0, 1.0, 0.997]})
     assert ("It rounds to 0.000 in none of AttnOnly's, all of FFNOnly's and over 99% of NoResidual's logged steps, "
             "where the paper reports 0.000 throughout.") in chapter.layer0_text(shares)
-    assert chapter.layer0_text(shares).endswith("comes from its runs in which AttnOnly had collapsed (the paper's "
-                                                "section 8; [chapter 4](04_joint_collapse)), not from runs that recover.")
+    assert chapter.layer0_text(shares).endswith("The summary places the paper's AttnOnly figure in its nanoGPT runs, in"
+                                                " which AttnOnly had collapsed (its sections 4 and 8; [chapter 4]"
+                                                "(04_joint_collapse)).")
     assert "collapsed" not in chapter.layer0_text(shares[shares.variant != "AttnOnly"])
     # a Full that ends 0.05 above its best overfits, from the step its record names
     worse = records.assign(final_val_loss=records.final_val_loss.where(records.variant != "full",
@@ -164,8 +165,10 @@ def test_the_block_0_and_alpha_sentences_read_their_tables():
 
 def test_one_run_that_does_not_overfit_is_said_as_one_and_the_cost_of_a_run_is_read_from_the_records():
     one = _frame(attn_only=1.522).assign(best_val_loss=1.518)
-    assert chapter.overfit_text(one) == ("AttnOnly's final loss lies 0.004 nats above its best. That is under the "
-                                         "0.01 nats from which this chapter counts a run as overfitting.")
+    assert chapter.overfit_text(one) == ("AttnOnly's final loss lies 0.004 nats above its best. That does not exceed"
+                                         " the 0.01 nats beyond which this chapter counts a run as overfitting.")
+    floor = _frame(ffn_only=3.40).assign(best_val_loss=3.33)  # at the floor: not judged, however far above its best
+    assert chapter.overfit_text(floor).endswith("It ends at or above the floor, so it is not judged for overfitting.")
     timed = one.assign(wall_seconds=62_657.0, tokens_per_second=1_569.0)
     assert chapter.cost(timed) == ("`paper-10m` trains on a CPU, 17 hours a run on one core with its evaluations "
                                    "(training at 1,569 tokens/s; 1 run on record)")

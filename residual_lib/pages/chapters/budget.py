@@ -33,9 +33,8 @@ def _share(ratio: float) -> str:
     """A ratio of budgets in words: "half", "a tenth", "1.5 times"."""
     words = {0.5: "half", 0.25: "a quarter", 0.1: "a tenth", 1.0: "the same as"}
     near = min(words, key=lambda r: abs(r - ratio))
-    if abs(near - ratio) < 0.01 * max(ratio, 0.01):
-        return words[near]
-    return f"{ratio:.2g} times" if ratio >= 1 else f"{ratio * 100:.2g}% of"
+    other = f"{ratio:.2g} times" if ratio >= 1 else f"{ratio * 100:.2g}% of"
+    return words[near] if abs(near - ratio) < 0.01 * max(ratio, 0.01) else other
 
 
 def scope(profile: str, runs: list) -> dict[str, str]:
@@ -45,19 +44,15 @@ def scope(profile: str, runs: list) -> dict[str, str]:
     if not runs:
         return {"here": "", "intro": ""}
     study, stand_in = runs[0].profile, get_profile(profile)
-    seeds = [r.seed for r in runs if r.variant == "ffn_only"]
-    anchors = [r.seed for r in runs if r.variant == "attn_only"]
-    base = stand_in.tokens_per_step * stand_in.max_iters
-    tokens = study.tokens_per_step * study.max_iters
-    paper = get_profile("paper-10m")
-    paper_tokens = paper.tokens_per_step * paper.max_iters
+    seeds, anchors = ([r.seed for r in runs if r.variant == v] for v in ("ffn_only", "attn_only"))
+    base, tokens, paper_tokens = stand_in.training_tokens, study.training_tokens, get_profile("paper-10m").training_tokens
     at = f"all {len(anchors)}" if len(anchors) == len(seeds) and len(seeds) > 1 else f"{len(anchors)} of them"
     here = (f"FFNOnly at the `{profile}` shape for {study.max_iters:,} steps ({_tokens(tokens)} tokens, "
             f"{tokens / base:.3g} times the stand-in's budget), at a constant learning rate after warm-up, so "
             f"that a run's first steps do not depend on how long it lasts (profile `{study.name}`), with the "
             f"fixed batches evaluated every {study.eval_interval:,} steps: {len(seeds)} {plural('seed', len(seeds))}, "
             f"and AttnOnly and NoResidual at {at} as anchors.")
-    intro = (f"Whether FFNOnly cannot learn or learns late is a question of budget: the stand-in's runs see "
+    intro = (f"Whether FFNOnly cannot learn or only learns late takes longer runs to tell: the stand-in's see "
              f"{_tokens(base)} training tokens, the paper's {_tokens(paper_tokens)} (read as nanoGPT's schedule, "
              f"which the summary does not give). The budget study trains FFNOnly for {study.max_iters:,} steps "
              f"({_tokens(tokens)} tokens, {_share(tokens / paper_tokens)} the paper's) at {len(seeds)} "
@@ -65,26 +60,24 @@ def scope(profile: str, runs: list) -> dict[str, str]:
     return {"here": here, "intro": intro}
 
 
+#: The least fall (nats per 100 steps over the last tenth of training) the question calls "still falling".
+FALLING = 0.005
+
+
 def _ffn_escapes(every_run: pd.DataFrame, profile: str) -> pd.DataFrame:
     """The controlled FFNOnly runs of ``profile`` among ``every_run``, each with its escape step
     (:func:`residual_lib.study.escapes.escapes` at the study's line) and how fast its validation
     loss still falls over its last tenth of training (``falling``, nats per 100 steps)."""
     frame = every_run[(every_run.profile == profile) & (every_run.variant == "ffn_only")]
-    runs = escapes.escapes(controlled(usable(frame)), budget.LINE) if len(frame) else pd.DataFrame()
-    if not len(runs):
+    if not len(frame):
         return pd.DataFrame(columns=["seed", "escaped", "escape_step", "falling"])
-    falling = []
+    runs, falling = escapes.escapes(controlled(usable(frame)), budget.LINE), []
     for path in runs.path:
         val = read_record(path)["curves"]["val"]
         step, loss = np.asarray(val["step"], float), np.asarray(val["loss"], float)
-        back = max(1, len(step) // 10)
+        back = max(1, len(step) // 10)  # the last tenth of the evaluations
         falling.append((loss[-1 - back] - loss[-1]) / (step[-1] - step[-1 - back]) * 100 if len(step) > 1 else 0.0)
     return runs.assign(falling=falling).sort_values("seed")
-
-
-def _seeds(seeds) -> str:
-    seeds = list(seeds)
-    return f"{'seed' if len(seeds) == 1 else 'seeds'} {listing(seeds)}"
 
 
 def question_text(every_run: pd.DataFrame, profile: str) -> str:
@@ -92,56 +85,65 @@ def question_text(every_run: pd.DataFrame, profile: str) -> str:
     below the floor still falling, the longer schedule's escapes (chapter 10's runs), and the paper's
     budget as ``paper-10m`` reads it."""
     stand_in, paper = get_profile(profile), get_profile("paper-10m")
-    base = stand_in.tokens_per_step * stand_in.max_iters
     text = (f"Every verdict on FFNOnly's collapse at the stand-in rests on runs of {stand_in.max_iters:,} steps "
-            f"({_tokens(base)} training tokens)")
+            f"({_tokens(stand_in.training_tokens)} training tokens)")
     clues = []
     runs = _ffn_escapes(every_run, profile)
-    still = runs[runs.escaped & (runs.falling > 0)].sort_values("falling", ascending=False)
+    still = runs[runs.escaped & (runs.falling >= FALLING)]
     if len(still):
         rates = listing(f"{r:.3f}" for r in still.falling)
-        clues.append(f"at `{profile}`, {_seeds(still.seed)} {'ends' if len(still) == 1 else 'end'} below the floor "
+        clues.append(f"at `{profile}`, {plural('seed', len(still))} {listing(still.seed)} {'ends' if len(still) == 1 else 'end'} below the floor "
                      f"still falling, by {rates} nats per 100 steps over the last tenth of training")
     long = ESCAPE_PROFILES.get(profile, {}).get(LONG_CONDITION)
     late = _ffn_escapes(every_run, long) if long else pd.DataFrame()
+    stay = sorted(set(late.seed[~late.escaped.astype(bool)]) & set(still.seed)) if len(late) else []
+    if stay:  # the same seeds with the same first steps, at the longer schedule
+        who = {1: "it ends", 2: "both end"}.get(len(stay), "all end") if len(stay) == len(still) else \
+            f"{plural('seed', len(stay))} {listing(stay)} {'ends' if len(stay) == 1 else 'end'}"
+        clues[-1] += f" (at `{long}`, {who} on the floor)"
     late = late[late.escaped] if len(late) else late
     if len(late):
         steps = listing(f"{int(t):,}" for t in late.escape_step)
-        clues.append(f"at `{long}` ({get_profile(long).max_iters:,} steps), {_seeds(late.seed)} "
+        clues.append(f"at `{long}` ({get_profile(long).max_iters:,} steps), {plural('seed', len(late))} {listing(late.seed)} "
                      f"{'leaves' if len(late) == 1 else 'leave'} it at step {steps}")
     if clues:
         text += (", where a run can still be leaving the floor at its last step: " + "; ".join(clues)
                  + " ([chapter 10](10_ffn_escape))")
     return (text + f". The paper's 10M runs, read as nanoGPT's schedule ({paper.max_iters:,} steps of "
             f"{paper.batch_size} × {paper.block_size} tokens; the summary does not give it), see "
-            f"{_tokens(paper.tokens_per_step * paper.max_iters)} tokens. So \"FFNOnly cannot learn\" and \"FFNOnly "
+            f"{_tokens(paper.training_tokens)} tokens. So \"FFNOnly cannot learn\" and \"FFNOnly "
             "learns late\" are not told apart yet.")
 
 
 def carry_over_text(every_run: pd.DataFrame, profile: str, times: pd.DataFrame) -> str:
-    """Why the study's runs are not the stand-in's runs continued: the learning-rate schedules differ,
-    and the seeds whose outcome differs between them (from ``every_run`` and the study's ``times``)."""
+    """Why the study's runs are not the stand-in's continued: the learning-rate schedules differ, and the
+    seeds whose outcome differs within the steps both runs trained (from ``every_run`` and the study's
+    ``times``); a seed that leaves the floor here only after the other run's last step is not a difference."""
     if not len(times):
         return ""
     stand_in, study = get_profile(profile), get_profile(times.profile.iloc[0])
     long = ESCAPE_PROFILES.get(profile, {}).get(LONG_CONDITION)
+    others = [p for p in (profile, long) if p and len(_ffn_escapes(every_run, p))]
+    longer = [p for p in others if p != profile]
     text = (f"The study's runs are not the stand-in's continued: `{profile}`'s learning rate decays from "
             f"{stand_in.learning_rate:g} to {stand_in.min_lr:g} over its {stand_in.max_iters:,} steps"
-            + (f" (`{long}`'s over {get_profile(long).max_iters:,})" if long else "")
+            + "".join(f" (`{p}`'s over {get_profile(p).max_iters:,})" for p in longer)
             + f", the study's stays at {study.learning_rate:g} after warm-up, so a seed draws the same first weights "
             "and batches but takes other steps.")
-    here = dict(zip(times.seed, times.escaped))
+    here = {s: (e, t) for s, e, t in zip(times.seed, times.escaped, times.time)}
     differ = []
-    for other in [profile, long] if long else [profile]:
-        runs = _ffn_escapes(every_run, other)
+    for other in others:
+        runs, steps = _ffn_escapes(every_run, other), get_profile(other).max_iters
         there = {s: e for s, e in zip(runs.seed, runs.escaped) if s in here}
-        left = sorted(s for s, e in there.items() if e and not here[s])
-        came = sorted(s for s, e in there.items() if here[s] and not e)
-        differ += [f"{_seeds(left)} {'leaves' if len(left) == 1 else 'leave'} the floor at `{other}` and not here"] if left else []
-        differ += [f"{_seeds(came)} {'leaves' if len(came) == 1 else 'leave'} it here and not at `{other}`"] if came else []
+        left = sorted(s for s, e in there.items() if e and not here[s][0])
+        came = sorted(s for s, e in there.items() if not e and here[s][0] and here[s][1] <= steps)
+        differ += [f"{plural('seed', len(left))} {listing(left)} {'leaves' if len(left) == 1 else 'leave'} the floor at `{other}` and not here"] if left else []
+        differ += [f"{plural('seed', len(came))} {listing(came)} {'leaves' if len(came) == 1 else 'leave'} it here within `{other}`'s "
+                   f"{steps:,} steps and not at `{other}`"] if came else []
     if differ:
         text += " Which seeds leave the floor changes with it: " + "; ".join(differ) + "."
-    return text
+    return text + (" So the study answers its question at a constant learning rate; it does not say what the stand-in's"
+                   " decaying one would do over a longer run.")
 
 
 def reference_text(records: pd.DataFrame) -> str:
@@ -192,7 +194,7 @@ def registration_text(records: pd.DataFrame) -> str:
              (changed, "from code with uncommitted changes", "was trained from code with uncommitted changes"),
              (unsure, "from a commit that holds it, without saying whether its code had uncommitted changes",
               "names a commit that holds it but not whether its code had uncommitted changes"),
-             (unknown, "from code whose commit this history does not hold", "names no commit this history holds")]
+             (unknown, "from code whose commit is unnamed or not in this history", "names no commit this history holds")]
     if n == 1:
         return f"The rule was fixed in {fixed}; the study's one record {next(one for k, _, one in kinds if k)}."
     subject = f"None of the {n:,} records" if yes == 0 else f"{yes:,} of the {n:,} records"
@@ -206,7 +208,7 @@ def rule_text() -> str:
     return (f"A run *leaves the floor* at the first evaluation from which its validation loss stays more than "
             f"{budget.LINE:g} nats below the floor of its evaluation batches to the end; a run that never does is "
             f"censored at its last step. Over the {n} FFNOnly seeds: if at least {budget.MOST} leave the floor and "
-            f"end below the bigram reference, {READINGS['speed']}; if at least {budget.STAY} (80% of {n}, rounded up) "
+            f"end below the bigram reference, {READINGS['speed']}; if at least {budget.STAY} of the {n} ({budget.STAY / n:.1%}) "
             f"end within the line and none leaves the floor after step {budget.FLAT_AFTER:,}, "
             f"{READINGS['structural']}; otherwise neither.")
 
@@ -258,9 +260,9 @@ def _counts(decision: dict) -> str:
     within, late = decision["within_line"], decision["late_escapes"]
     if n == 1:
         if escaped:
-            return (f"The one FFNOnly seed recorded leaves the floor and ends "
-                    f"{'below' if below else 'above'} the bigram reference"
-                    + (f", after step {budget.FLAT_AFTER:,}." if late else "."))
+            after = f" after step {budget.FLAT_AFTER:,}" if late else ""
+            return (f"The one FFNOnly seed recorded leaves the floor{after} and ends "
+                    f"{'below' if below else 'above'} the bigram reference.")
         return "The one FFNOnly seed recorded ends within the line."
     if escaped == 0:
         return (f"None of the {n} FFNOnly seeds recorded leaves the floor: "
@@ -312,26 +314,29 @@ def decision_text(decision: dict, planned: int) -> str:
         registered = "The pre-registered reading" if planned == len(budget.BUDGET_SEEDS) else "The rule's reading"
         return f"{counts} {registered}: *{decision['outcome']}*, {reading}."
     recorded = f"With {n} of the {planned} seeds recorded"
+    other = "the one still to come" if left == 1 else f"the other {left}"
     if decision["outcome"] == "speed":  # escapes recorded stay recorded
-        return f"{counts} {recorded}, the rule already reads *speed* ({reading}), whatever the other {left} show."
+        return f"{counts} {recorded}, the rule already reads *speed* ({reading}), whatever {other} {'shows' if left == 1 else 'show'}."
     if decision["outcome"] == "structural":
         return (f"{counts} {recorded}, the rule reads *structural* so far ({reading}); an escape after step "
-                f"{budget.FLAT_AFTER:,} among the other {left} would make it *undecided*.")
+                f"{budget.FLAT_AFTER:,} {'in' if left == 1 else 'among'} {other} would make it *undecided*.")
     open_ = [r for r in NEEDS if standing[r] == "open"]
     lost = [r for r in NEEDS if standing[r] == "lost"]
     if not open_:
-        return (f"{counts} {recorded}, the outcome will be *undecided* whatever the other {left} show: "
+        return (f"{counts} {recorded}, the outcome will be *undecided* whatever {other} "
+                f"{'shows' if left == 1 else 'show'}: "
                 + (f"{listing(f'*{r}*' for r in lost)} can no longer be reached." if lost else "."))
     return (f"{counts} {recorded}, the rule cannot decide yet: {listing(f'*{r}*' for r in open_)} "
-            f"{'are' if len(open_) > 1 else 'is'} still reachable with the other {left}"
+            f"{'are' if len(open_) > 1 else 'is'} still reachable with {other}"
             + (f", *{lost[0]}* no longer." if lost else "."))
 
 
-#: The two readings in plain words, for the introduction.
+#: The two readings in plain words, for the introduction: each with both of its conditions.
 PLAIN = {"speed": (f"that FFNOnly learns, only late (at least {budget.MOST} of {len(budget.BUDGET_SEEDS)} seeds leave "
-                   "the floor)"),
-         "structural": (f"that its collapse is structural (at least {budget.STAY} of {len(budget.BUDGET_SEEDS)} seeds "
-                        "stay on the floor to the end)")}
+                   "the floor and end below a bigram model's loss)"),
+         "structural": (f"that its collapse is structural at this budget (at least {budget.STAY} of "
+                        f"{len(budget.BUDGET_SEEDS)} seeds end on the floor, and none leaves it after step "
+                        f"{budget.FLAT_AFTER:,})")}
 
 
 def summary_text(decision: dict, planned: int) -> str:
@@ -345,7 +350,7 @@ def summary_text(decision: dict, planned: int) -> str:
     else:
         text = (f"{'So far,' if n < planned else 'In all,'} {escaped} of its {n} FFNOnly seeds "
                 f"{'has' if escaped == 1 else 'have'} left the floor for good and {within} "
-                f"{'has' if within == 1 else 'have'} stayed on it.")
+                f"{'has' if within == 1 else 'have'} ended on it.")
     standing = prospects(decision, planned)
     if all(v == "never" for v in standing.values()):
         return text + f" Neither reading can be reached with the {planned} seeds this profile plans."
@@ -392,5 +397,4 @@ KM_ALT = ("Step chart of the share of FFNOnly runs still on the floor against tr
 
 def km_alt(line: float | None) -> str:
     """:data:`KM_ALT`, without the dashed line where :func:`km_line` leaves it out."""
-    return KM_ALT if line is not None else KM_ALT.replace(" and a horizontal dashed line.", ".").replace(
-        "with a vertical", "and a vertical")
+    return KM_ALT if line is not None else KM_ALT.replace(" and a horizontal dashed line.", ".")

@@ -277,8 +277,8 @@ def layer0_text(table: pd.DataFrame) -> str:
         shares = listing(f"{_share(rows.loc[v, 'share at 0.000'])} {v}'s" for v in partial)
         text += f" It rounds to 0.000 in {shares} logged steps, where the paper reports 0.000 throughout."
     if "AttnOnly" in partial:
-        text += (" The paper's AttnOnly figure comes from its runs in which AttnOnly had collapsed (the paper's"
-                 " section 8; [chapter 4](04_joint_collapse)), not from runs that recover.")
+        text += (" The summary places the paper's AttnOnly figure in its nanoGPT runs, in which AttnOnly had"
+                 " collapsed (its sections 4 and 8; [chapter 4](04_joint_collapse)).")
     return text
 
 
@@ -369,12 +369,12 @@ def overfit_text(records: pd.DataFrame) -> str:
     else:
         by = listing(f"{gaps[v]:.3f}{' nats' if i == 0 else ''} for {display_name(v)}" for i, v in enumerate(shown))
         text = f"Each variant's final loss lies above its best, by {by}. "
-    learned = records[[status(x, f) not in ("floor", "above") for x, f in zip(records.final_val_loss,
-                                                                              records.eval_floor)]]
+    learned = records[[status(x, f) not in ("floor", "above") for x, f in zip(records.final_val_loss, records.eval_floor)]]
     over = gaps[gaps.index.isin(learned.variant) & (gaps > OVERFIT)]
     if not len(over):
-        return text + (f"No variant that learned overfits by more than {OVERFIT:g} nats at this budget." if len(shown) > 1
-                       else f"That is under the {OVERFIT:g} nats from which this chapter counts a run as overfitting.")
+        one = (f"That does not exceed the {OVERFIT:g} nats beyond which this chapter counts a run as overfitting."
+               if len(learned) else "It ends at or above the floor, so it is not judged for overfitting.")
+        return text + (f"No variant that learned overfits by more than {OVERFIT:g} nats at this budget." if len(shown) > 1 else one)
     worst = over.idxmax()
     step = int(_field(records[records.variant == worst], "best_step").min())
     whose = "its" if len(over) == 1 else f"{display_name(worst)}'s"

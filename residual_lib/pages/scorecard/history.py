@@ -113,11 +113,11 @@ CHANGES: tuple[Change, ...] = (
                                            "absolute", "alpha_routing", "mixer_test", "eval_noise_explains"),
            "the central sweep's seeds counted only where every variant has a run that trained to the end: a seed "
            "at which one variant diverged is left out of every comparison, on every page alike",
-           "one diverged run let two pages state two means for one claim",
+           "a diverged run would have let two pages state two means for one claim",
            "every cpu and cpu-dropout record; none diverged, so no verdict moved"),
     Change("a76ab55", "2026-12-05T10:05", ("intermediate_reproduction",),
            "AttnOnly's seed spread read over the central sweep's seeds, the seeds every page quotes its mean over",
-           "the scorecard quoted AttnOnly's mean over two sets of seeds once a run diverged",
+           "the scorecard would have quoted AttnOnly's mean over two sets of seeds once a run diverged",
            "every cpu and cpu-dropout record; at both the same five seeds, so no verdict moved"),
 )
 

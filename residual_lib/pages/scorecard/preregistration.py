@@ -94,15 +94,17 @@ AMENDMENTS: tuple[Amendment, ...] = (
               "is off its profile's recipe; the central sweep is selected once (sections.central_sweep: usable "
               "controlled runs at the seeds every variant has) for the rules, the headline and chapter 6; a table "
               "keeps runs of other conditions in rows of their own",
-              "a copied results folder was counted again, a shuffled corpus trained under the "
-              "profile's name, and one missing record let two pages state two means for one claim",
+              "a copied results folder would have been counted again, a record of a shuffled corpus "
+              "trained under the profile's name accepted, and one missing record would have let two pages state two "
+              "means for one claim",
               records_existed=False),
     Amendment("05844b1a41f4c95ea0401535610b280f67f76946a516b95deb4c70826a180502", "2026-12-05 10:05 UTC",
               "a record in a folder not named after its profile is left out; records of one profile that name "
               "different corpora are kept apart; the intermediate-reproduction rule reads AttnOnly over the central "
               "sweep's seeds",
-              "copies filed beside the profile folders were bad records, OpenWebText records "
-              "of other documents shared a profile, and AttnOnly's mean was quoted over two sets of seeds",
+              "copies filed beside the profile folders would have been read, OpenWebText "
+              "records of other documents could have shared a profile, and AttnOnly's mean could have been quoted "
+              "over two sets of seeds",
               records_existed=False),
     Amendment("584515f2bd431282d250082ab3088ffc777f7c47a90439ec7f4f92bc58473b38", "2026-12-05 13:12 UTC",
               "the plans gain chapter 12, the paper's setting beside the stand-in (sections._paper_scale: the four "
@@ -262,19 +264,20 @@ def _late_dated(s: dict) -> str:
 
 
 def _while_training(s: dict) -> str:
-    """A clause on the amendments made after the code of a ``paper-10m`` record was committed, or none."""
-    k = s["amended_after_code"]
-    if not k:
-        return ""
-    when = s["code_from"].astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    text = (f"; {'all' if k == len(AMENDMENTS) else k} of them came after the code that trained "
-            f"{'the first record' if s['records'] > 1 else 'it'} was committed ({when}), so possibly while "
-            f"{'a' if s['records'] > 1 else 'that'} run was training")
-    during = s.get("amended_while_training", 0)
+    """A clause on the amendments made after the code of a ``paper-10m`` record was committed (a run may have been
+    training), and on those between a record's start as recorded and its end (a run was under way), or none."""
+    k, during, one = s["amended_after_code"], s.get("amended_while_training", 0), s["records"] == 1
+    parts = []
+    if k:
+        when = s["code_from"].astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        parts.append(f"{'all' if k == len(AMENDMENTS) else k} of them came after the code that trained "
+                     f"{'it' if one else 'the first record'} was committed ({when}), so possibly while "
+                     f"{'that' if one else 'a'} run was training")
     if during:
-        text += (f", and {'all' if during == k else during} of them between the start {'a' if s['records'] > 1 else 'its'}"
-                 f" record gives and its end, so certainly while it was")
-    return text
+        parts.append(f"{'all' if during == len(AMENDMENTS) else during} {'of them ' if not k else ''}between the "
+                     f"start {'its' if one else 'a'} record gives and its end, so while that run was under way (begun, "
+                     "not finished)")
+    return "; " + " and ".join(parts) if parts else ""
 
 
 def statement(records: pd.DataFrame, brief: bool = False) -> str:

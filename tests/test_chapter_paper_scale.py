@@ -60,7 +60,7 @@ def test_the_finding_reads_collapse_recovery_and_fulls_best_from_the_records():
     assert ("AttnOnly's one seed recovers, ending 0.030 above the paper's 1.580 (1.9% of it, within the 2% the "
             "scorecard counts as agreeing)") in text
     far = chapter.finding(_frame(attn_only=1.522), [])  # 3.7% off: said to lie outside the agreement band
-    assert "AttnOnly's one seed recovers, ending 0.058 below the paper's 1.580 (3.7% of it, outside the 2%" in far
+    assert "3.335. It recovers, ending 0.058 below the paper's 1.580 (3.7% of it, outside the 2%" in far  # one run: named once
     assert "(" not in chapter.finding(_frame(attn_only=1.5802), []).split("the paper's 1.580")[1]  # equal: no share
     assert text.endswith("Full's best loss is 1.500, 0.030 above nanoGPT's published 1.4697.")
     empty = chapter.finding(_frame().head(0), plan("12_paper_scale", "cpu"))

@@ -165,12 +165,12 @@ def _ffn_sentence(ffn: pd.DataFrame, values: pd.DataFrame) -> str:
     return lead + parts + f", so {stated} does not hold here"
 
 
-def _attn_sentence(attn: pd.DataFrame, values: pd.DataFrame) -> str:
+def _attn_sentence(attn: pd.DataFrame, values: pd.DataFrame, lone: bool = False) -> str:
     states = [status(x, f) for x, f in zip(attn.final_val_loss, attn.eval_floor)]
     paper_value = values.loc["attn_only", "value"]
     n, mean = len(attn), attn.final_val_loss.mean()
     if all(s == "recovered" for s in states):
-        who = "AttnOnly recovers in every seed" if n > 1 else "AttnOnly's one seed recovers"
+        who = "AttnOnly recovers in every seed" if n > 1 else "It recovers" if lone else "AttnOnly's one seed recovers"
         rel, tol, off = abs(mean - paper_value) / paper_value, scorecard.REL_TOL, _than(mean, paper_value)
         band = f" ({rel:.1%} of it, {'within' if rel <= tol else 'outside'} the {tol:.0%} the scorecard counts as agreeing)"
         return f"{who}, ending {off} the paper's {paper_value:.3f}{band if off != 'equal to' else ''}"
@@ -212,7 +212,7 @@ def finding(records: pd.DataFrame, absent: list, study: str | None = "paper-10m"
     if "ffn_only" in seeds:
         said.append(_ffn_sentence(records[records.variant == "ffn_only"], values))
     if "attn_only" in seeds:
-        said.append(_attn_sentence(records[records.variant == "attn_only"], values))
+        said.append(_attn_sentence(records[records.variant == "attn_only"], values, lone=len(records) == 1))
     if "full" in seeds:
         best = means.loc["full", "best_val_loss"]
         said.append(f"Full's best loss is {best:.3f}, {_than(best, NANOGPT_BEST)} nanoGPT's published {NANOGPT_BEST}")

@@ -84,8 +84,10 @@ Markdown(
 # %% [markdown]
 # ## Not run at this scale
 #
-# Claims that need records at a profile this book has none for (the paper's own 10M and
-# 124M settings need a GPU: `python -m residual_lib sweep --all --profile paper-10m --device cuda`).
+# Claims whose verdict at a profile waits for runs not yet recorded there. The paper's 124M
+# setting needs a GPU (`python -m residual_lib sweep --all --profile paper-124m --device cuda`);
+# its 10M setting, `paper-10m`, trains on a CPU in most of a day a run, and its verdicts wait
+# for the variants still to come ([chapter 12](../notebooks/12_paper_scale) lists them).
 
 # %% tags=["hide-input"]
 waiting = rows[rows.verdict == "not run at this scale"]

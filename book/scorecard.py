@@ -64,7 +64,7 @@ note = scorecard.grid_note(verdicts)
 Markdown(note) if note else None
 
 # %% [markdown]
-# ## Verdicts fixed before their data
+# ## Verdicts registered before their data
 
 # %% tags=["hide-input"]
 from residual_lib.pages.scorecard import preregistration

@@ -19,7 +19,7 @@
 # ([chapter 9](09_scale_ladder)). Here the paper's setting itself is trained,
 # {glue:md}`paper_scale_recipe` {glue:md}`paper_scale_platform`
 #
-# **Fixed before the data.** {glue:md}`paper_scale_registration`
+# **Registered before the data.** {glue:md}`paper_scale_registration`
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"
@@ -54,7 +54,8 @@ glue("paper_scale_cost", Prose(chapter.cost(records, study)))
 glue("paper_scale_platform", Prose(trained_on(records)))
 registration = preregistration.statement(every_run, brief=True)
 glue("paper_scale_registration", Prose(registration))
-glue("paper_scale_about", Prose(chapter.comparison_note(stand_in_profile)))
+full_shown = bool((records.variant == "full").any()) if len(records) else False
+glue("paper_scale_about", Prose(chapter.comparison_note(stand_in_profile, full_shown)))
 glue("paper_scale_layer0_about", Prose(chapter.layer0_note()))
 box = chapter.verdict_box(records, study, stand_in_profile, every_run)
 display(Markdown(box) if isinstance(box, str) else box)

@@ -41,6 +41,8 @@ def test_the_papers_values_come_from_the_claims_file_and_fulls_is_marked_as_infe
     assert values.loc["full", "text"] == "≈ 1.48 (3.35 ÷ 2.27)"
     note = chapter.comparison_note("cpu")
     assert "from 1.470 to 1.481 given the rounding of its inputs" in note and "gives 1.4697" in note
+    assert "Full's value here is that quotient" in note  # a Full row to point at, or one to come
+    assert "Full's row, once its run is recorded, takes that quotient" in chapter.comparison_note("cpu", False)
 
 
 def _frame(seeds=(1337,), **finals) -> pd.DataFrame:

@@ -105,11 +105,11 @@ def test_amendments_made_after_a_records_code_was_committed_are_said_to_be_so(mo
     bracket = frame.assign(started_at=[amendments[4].date.replace(" UTC", "+00:00")],
                            finished_at=["2026-12-06T01:41:02+00:00"])
     assert preregistration.status(bracket)["amended_while_training"] == n - 5  # the fifth's own minute is no later
-    assert (f"so possibly while that run was training and {n - 5} between the start its record gives and its end, so"
-            " while that run was under way (begun, not finished);") in preregistration.statement(bracket, brief=True)
+    assert (f"so possibly while that run was training, and {n - 5} of those fell between the start its record gives and"
+            " its end, while it was under way;") in preregistration.statement(bracket, brief=True)
     # the amendments inside a record's span are said even where its code's commit is not in this history
     monkeypatch.setattr(preregistration, "commit_time", lambda sha: None)
-    assert (f"; {n - 5} of them between the start its record gives and its end, so while that run was under way"
+    assert (f"; {n - 5} of them fell between the start its record gives and its end, while that run was under way;"
             in preregistration.statement(bracket, brief=True))
     monkeypatch.setattr(preregistration, "commit_time", lambda sha: amendments[-1].when)  # code after them all
     assert "each before any `paper-10m` record existed; the [scorecard]" in preregistration.statement(frame, brief=True)

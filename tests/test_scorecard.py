@@ -569,6 +569,24 @@ def test_the_verdict_box_counts_each_profiles_runs_on_its_own(tmp_path):
     assert "on every other page: cpu Full seed 5; cpu FFNOnly seed 6." in scope
 
 
+def test_the_verdict_box_says_when_a_verdict_reads_more_seeds_than_its_page_and_leaves_no_empty_value(tmp_path):
+    from residual_lib.study.frames import load_records
+
+    central(tmp_path, "cpu", attn=1.8, ffn=3.34, seeds=(1, 2, 3))
+    for seed in range(1, 9):
+        fake_record(tmp_path, "cpu-dropout", "ffn_only", seed, 3.34)
+    records = load_records(tmp_path)
+    page = records[(records.profile == "cpu") | (records.seed <= 4)]  # a page that shows 4 of the 8 seeds
+    page.attrs.update(profile="cpu", results_dir=str(tmp_path))
+    html = scorecard.verdict_box(["ffn_collapse_10m", "asymmetry_10m"], page).data
+    assert "The verdict reads 8 seeds; this page shows 4." in html
+    assert html.count("The verdict reads") == 1  # at cpu the verdict reads the page's own three seeds
+    page = records[records.profile == "cpu"]
+    page.attrs.update(profile="cpu-dropout", results_dir=str(tmp_path))
+    html = scorecard.verdict_box(["asymmetry_10m"], page).data  # no Full or AttnOnly at cpu-dropout: not run
+    assert "not run at this scale" in html and "—." not in html and "</a>.</li>" in html
+
+
 def test_the_headline_states_the_asymmetry_over_the_sweeps_seeds_and_every_ffn_only_escape(tmp_path):
     from residual_lib.study.frames import load_records
 
@@ -580,15 +598,15 @@ def test_the_headline_states_the_asymmetry_over_the_sweeps_seeds_and_every_ffn_o
     assert "it holds in every seed: AttnOnly ends at 1.800 nats and FFNOnly at 3.340, against a floor of 3.347" in text
     assert "(means over the central sweep's three seeds)" in text
     # every ffn_only seed counts here, at the escape line and at the input-blind line
-    assert ("FFNOnly collapses in every seed, as the paper says, in no setting here: not without dropout: 1 of 4 seeds"
-            " end more than 0.05 nats below the floor (1 beyond the 0.0102 a model that ignores its input can"
-            " reach).") in text
+    assert (" FFNOnly does not collapse in every seed as the paper says: without dropout, 1 of 4 seeds ends more than"
+            " 0.05 nats below the floor, and 1 ends further below it than the 0.010 nats a model that ignores its"
+            " input can reach.") in text
     assert "pull its mean down" not in text and "pulls its mean down" not in text  # no sweep seed left the floor
     assert text.endswith("No paper-10m or paper-124m run is recorded yet.")
     central(tmp_path, "cpu-dropout", attn=1.9, ffn=3.34)  # with dropout every seed stays at the floor
     text = scorecard.headline(scorecard.build(tmp_path, stand_in="cpu"), load_records(tmp_path), stand_in="cpu")
-    assert ("FFNOnly collapses in every seed, as the paper says, with dropout 0.2 (nanoGPT's recipe, assumed by"
-            " paper-10m): 3 of 3, but not without dropout: 1 of 4 seeds end") in text
+    assert (" With dropout 0.2 (nanoGPT's recipe, which paper-10m follows), FFNOnly collapses in every seed, as the"
+            " paper says (3 of 3). Without dropout it does not: 1 of 4 seeds ends more than 0.05 nats") in text
     assert "; at 0.05 the two settings do not differ clearly (Fisher's p = 1.00)." in text
     fake_record(tmp_path, "cpu", "ffn_only", 2, 3.1)  # a sweep seed escapes: the mean is pulled down
     text = scorecard.headline(scorecard.build(tmp_path, stand_in="cpu"), load_records(tmp_path), stand_in="cpu")

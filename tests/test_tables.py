@@ -107,9 +107,20 @@ def test_tables_name_the_variants_as_the_prose_does():
 
 
 def test_variant_code_names_read_as_the_pages_write_them_and_full_only_where_it_names_a_run():
-    from residual_lib.run.architecture import display_name, prose_names
+    from residual_lib.pages.names import display_name, prose_names
 
     assert display_name("full") == "Full" and display_name("no_residual") == "NoResidual"
     assert display_name("cpu full seed 42; cpu attn_only seed 1") == "cpu Full seed 42; cpu AttnOnly seed 1"
     assert display_name("the full budget, a full seed list") == "the full budget, a full seed list"
+    # the variant in differences, orders, lists, comparisons, values and the possessive; the word elsewhere
+    assert display_name("attn_only - full") == "AttnOnly − Full"
+    assert display_name("ffn_only - floor") == "FFNOnly − floor"
+    assert display_name("attn_only > ffn_only > full in 0 of 5 seeds") == "AttnOnly > FFNOnly > Full in 0 of 5 seeds"
+    assert display_name("cover attn_only, ffn_only, full, no_residual") == "cover AttnOnly, FFNOnly, Full, NoResidual"
+    assert display_name("full vs attn_only; full 1.922 against 1.690; full (1.486 against 1.4)") == \
+        "Full vs AttnOnly; Full 1.922 against 1.690; Full (1.486 against 1.4)"
+    assert display_name("full's block-0 norm; more than full does; ratio to full") == \
+        "Full's block-0 norm; more than Full does; ratio to Full"
+    assert display_name("the full analysis, at its full budget, in full - see") == \
+        "the full analysis, at its full budget, in full - see"
     assert prose_names("`cpu full seed 1` and cpu full seed 1") == "`cpu full seed 1` and cpu Full seed 1"

@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..core.files import atomic_write
 from ..core.paths import ROOT, results_folder
-from ..run.architecture import prose_names
+from .names import prose_names
 from ..run.profiles import BOOK_PROFILE
 from ..run.runs import RunError
 from ..storage.locks import claim_path, release_claim, try_claim

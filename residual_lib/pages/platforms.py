@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..core.text import listing
-from ..run.architecture import display_name
+from .names import display_name
 from ..storage.records import read_record
 
 #: torch's names of its CPU kernel sets (``torch.backends.cpu.get_cpu_capability()``), as prose.

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from ..run.architecture import display_name, prose_names
+from .names import display_name, prose_names
 from ..study.analysis import variant_order
 from ..study.scaling import size_text
 

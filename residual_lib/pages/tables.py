@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.text import listing, p_text, plural, scientific, signed  # noqa: F401 (the pages' helpers, here too)
-from ..run.architecture import display_name
+from .names import display_name
 
 MISSING = "—"
 

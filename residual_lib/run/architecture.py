@@ -4,7 +4,6 @@ read them without importing torch."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 #: The sublayer in the attention slot of every block: attention, the position-blind
@@ -32,27 +31,6 @@ CENTRAL_VARIANTS = ("full", "attn_only", "ffn_only", "no_residual")
 #: code: they stay in commands, keys and file names).
 DISPLAY_NAMES = {"full": "Full", "attn_only": "AttnOnly", "ffn_only": "FFNOnly", "no_residual": "NoResidual"}
 
-
-def prose_names(text: str) -> str:
-    """:func:`display_name` applied to the prose of a Markdown or plain text, not to what it
-    sets in backticks (commands and code keep the code names)."""
-    parts = text.split("`")
-    return "`".join(display_name(part) if i % 2 == 0 else part for i, part in enumerate(parts))
-
-
-#: ``full`` where it names a run: after a profile, before its seed (``cpu full seed 42``).
-_FULL_RUN = re.compile(r"(?<=\S )full(?= seed \d)")
-
-
-def display_name(text: str) -> str:
-    """``text`` with each variant's code name written as the reader meets it: ``attn_only`` ->
-    ``AttnOnly`` anywhere in it, ``full`` only as the whole text or where it names a run
-    (``cpu full seed 42``): it is also an English word."""
-    if text in DISPLAY_NAMES:
-        return DISPLAY_NAMES[text]
-    for code in ("attn_only", "ffn_only", "no_residual"):
-        text = text.replace(code, DISPLAY_NAMES[code])
-    return _FULL_RUN.sub(DISPLAY_NAMES["full"], text)
 
 #: How dropout draws its masks on CPU (:attr:`Architecture.cpu_dropout`): torch's own
 #: (``nn.Dropout``, and SDPA's inside attention), or ``int32``: 32-bit random integers against a

@@ -157,7 +157,7 @@ class Run:
     def label(self) -> str:
         """How logs and errors name the run: ``cpu attn_only seed 42``, with what sets it apart
         from the default in brackets (pages write it through
-        :func:`residual_lib.run.architecture.display_name`: ``cpu AttnOnly seed 42``)."""
+        :func:`residual_lib.pages.names.display_name`: ``cpu AttnOnly seed 42``)."""
         extra = [] if self.eval_mode == "fixed" else [self.eval_mode]
         extra += [] if self.gain == 1.0 else [f"gain {self.gain:g}"]
         extra += [] if self.deterministic else [f"nondeterministic #{self.replicate}"]

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...run.architecture import CENTRAL_VARIANTS, display_name
+from ...run.architecture import CENTRAL_VARIANTS
 from ...run.profiles import PAPER_SCALE, get_profile
 from ...study import scaling
 from ...study.frames import usable
 from ...study.sections import controlled
 from .. import scorecard
+from ..names import display_name
 from ..tables import listing, mean_std, missing_runs, plural, signed  # noqa: F401 (missing_runs: the notebook's)
 
 #: The profile whose training budget the ladder's is compared with: the paper's 10M run as this project reads it.

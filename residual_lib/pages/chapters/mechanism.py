@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...run.architecture import display_name
+from ..names import display_name
 from ...study import analysis
 from .. import scorecard
 from ..tables import number

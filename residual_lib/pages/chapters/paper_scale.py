@@ -9,15 +9,15 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from ...run.architecture import CENTRAL_VARIANTS, display_name
+from ...run.architecture import CENTRAL_VARIANTS
 from ...run.profiles import BOOK_PROFILE, PAPER_SCALE, get_profile
 from ...run.runs import PAPER_SEEDS
 from ...storage.records import read_record
 from ...study import analysis, paper
 from .. import scorecard
+from ..names import display_name
 from ..plots import PALETTE, WIDTH
-from ..tables import (  # noqa: F401 (missing_runs: the notebook's)
-    listing, mean_std, missing_runs, number, plural, still_to_come)
+from ..tables import listing, mean_std, missing_runs, number, plural, still_to_come  # noqa: F401 (the notebook's)
 
 #: nanoGPT's published best validation loss for its ``shakespeare_char`` configuration, the Full
 #: model at this setting (nanoGPT's README: "val loss 1.4697", about 3 minutes on one A100). A
@@ -89,16 +89,17 @@ def paper_values() -> pd.DataFrame:
     return pd.DataFrame(out).set_index("variant").reindex(CENTRAL_VARIANTS)
 
 
-def comparison_note(stand_in: str) -> str:
+def comparison_note(stand_in: str, full_shown: bool = True) -> str:
     """What the comparison table sets each variant beside, with the numbers it rests on."""
     claims = paper.claims()
     pick = claims[(claims.claim == "joint_collapse_10m") & (claims.variant == "partial")].set_index("quantity").value
     loss, ratio = float(pick["final_val_loss"]), float(pick["ratio_to_full"])
     low, high = (loss - 0.005) / (ratio + 0.005), (loss + 0.005) / (ratio - 0.005)
+    full = "value here is" if full_shown else "row, once its run is recorded, takes"
     return (f"Final and best validation loss on the fixed batches, how many seeds end at the floor, the paper's "
             f"value, and the stand-in's (`{stand_in}`: its central sweep, mean ± std over seeds). The paper gives "
             f"Full no value at 10M, only that the partial variants' {loss:g} is {ratio:g} times Full's, in its nanoGPT "
-            f"runs on random validation batches: Full's value here is that quotient, somewhere from {low:.3f} to "
+            f"runs on random validation batches: Full's {full} that quotient, somewhere from {low:.3f} to "
             f"{high:.3f} given the rounding of its inputs. nanoGPT's README gives {NANOGPT_BEST} as this "
             "configuration's best validation loss.")
 
@@ -115,9 +116,8 @@ def _seed_order(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _than(x: float, reference: float) -> str:
     """``x`` against ``reference`` in words: "0.030 above", "0.012 below" or "equal to"."""
-    if not round(abs(x - reference), 3):
-        return "equal to"
-    return f"{abs(x - reference):.3f} {'above' if x > reference else 'below'}"
+    gap = abs(x - reference)
+    return "equal to" if not round(gap, 3) else f"{gap:.3f} {'above' if x > reference else 'below'}"
 
 
 def status(loss: float, floor: float) -> str:
@@ -141,8 +141,8 @@ def comparison(records: pd.DataFrame, stand_in: pd.DataFrame, stand_in_name: str
         theirs = stand_in.loc[stand_in.variant == variant, "final_val_loss"] if len(stand_in) else pd.Series([], dtype=float)
         steps = _field(mine, "best_step")
         at_floor = sum(status(x, f) == "floor" for x, f in zip(mine.final_val_loss, mine.eval_floor))
-        rows.append({"variant": display_name(variant), "seeds": len(mine), "final": mean_std(mine.final_val_loss),
-                     "best": mean_std(mine.best_val_loss),
+        final, best = mean_std(mine.final_val_loss), mean_std(mine.best_val_loss)
+        rows.append({"variant": display_name(variant), "seeds": len(mine), "final": final, "best": best,
                      "best at step": "; ".join(f"{int(b):,}" + (f" (seed {s})" if len(mine) > 1 else "")
                                                for s, b in zip(mine.seed, steps)),
                      "at the floor": f"{at_floor} of {len(mine)}", "the paper": values.loc[variant, "text"],

@@ -4,12 +4,13 @@ chapter, and the paper's values for a section."""
 from __future__ import annotations
 
 import html
+import re
 from pathlib import Path
 
 import pandas as pd
 from IPython.display import HTML
 
-from ...run.architecture import prose_names
+from ..names import prose_names
 from ...run.profiles import BOOK_PROFILE, DROPOUT_TWIN, get_profile
 from ...study import paper
 from ..tables import listing, table
@@ -68,7 +69,8 @@ def legend() -> str:
     """The grid's symbols in one sentence, the same on every page that shows a grid."""
     return ("✓ reproduced, or agrees with the paper's confirmed result; ◐ partly reproduced; ✗ not reproduced; "
             "★ new evidence for or against a proposal the paper left open; ∅ not testable with these records; "
-            "? inconclusive at this scale; · not run at this scale; — not a claim at that profile.")
+            "? inconclusive at this scale; · not run at this scale (the runs the claim needs are not all recorded); "
+            "— not a claim at that profile.")
 
 
 def how_trained(records: pd.DataFrame) -> str:
@@ -246,6 +248,16 @@ def _seed_list(seeds) -> str:
     return ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(map(str, seeds))
 
 
+def _wider(row, records: pd.DataFrame) -> str:
+    """A note for a verdict judged over more seeds than its page shows at that profile (an
+    escape-rate seed, trained for FFNOnly alone, counts in a rule that reads every FFNOnly seed)."""
+    judged = re.fullmatch(r"(\d+) seeds", str(row.seeds))
+    shown = records[records.profile == row.profile].seed.nunique() if len(records) else 0
+    if judged is None or int(judged.group(1)) <= shown:
+        return ""
+    return f" The verdict reads {judged.group(1)} seeds; this page shows {shown}."
+
+
 def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | None = None):
     """The box that opens a chapter (an IPython ``HTML`` object): the verdict of each of
     ``claims`` at the page's profile with what the records show, each linking to its block on
@@ -260,8 +272,9 @@ def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | 
     for claim in claims:
         for row in rows[rows.claim == claim].itertuples():
             where = f" <code>{html.escape(row.profile)}</code>" if row.profile != profile else ""
+            ours = "" if str(row.ours) in ("—", "") else f" {html.escape(prose_names(str(row.ours)))}."
             items.append(f'<li>{badge(row.verdict)}{where} <a href="../book/scorecard.html#{claim_anchor(claim)}">'
-                         f"{html.escape(TITLES.get(claim, claim))}</a>. {html.escape(prose_names(str(row.ours)))}.</li>")
+                         f"{html.escape(TITLES.get(claim, claim))}</a>.{ours}{_wider(row, records)}</li>")
     shown = ""
     left_out = records.attrs.get("diverged") or []
     if left_out:

@@ -1,4 +1,4 @@
-"""Verdicts fixed before their data: the rules, thresholds and code that judge ``paper-10m``,
+"""Verdicts registered before their data: the rules, thresholds and code that judge ``paper-10m``,
 registered (by their sha256) in a commit that precedes every ``paper-10m`` record.
 
 Every other verdict of the scorecard was judged by rules written while the stand-in records
@@ -267,17 +267,18 @@ def _while_training(s: dict) -> str:
     """A clause on the amendments made after the code of a ``paper-10m`` record was committed (a run may have been
     training), and on those between a record's start as recorded and its end (a run was under way), or none."""
     k, during, one = s["amended_after_code"], s.get("amended_while_training", 0), s["records"] == 1
-    parts = []
+    text = ""
     if k:
         when = s["code_from"].astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        parts.append(f"{'all' if k == len(AMENDMENTS) else k} of them came after the code that trained "
-                     f"{'it' if one else 'the first record'} was committed ({when}), so possibly while "
-                     f"{'that' if one else 'a'} run was training")
+        text = (f"; {'all' if k == len(AMENDMENTS) else k} of them came after the code that trained "
+                f"{'it' if one else 'the first record'} was committed ({when}), so possibly while "
+                f"{'that' if one else 'a'} run was training")
     if during:
-        parts.append(f"{'all' if during == len(AMENDMENTS) else during} {'of them ' if not k else ''}between the "
-                     f"start {'its' if one else 'a'} record gives and its end, so while that run was under way (begun, "
-                     "not finished)")
-    return "; " + " and ".join(parts) if parts else ""
+        which = (f", and {'all' if during == k else during} of {'them' if during == k else 'those'}" if k else
+                 f"; {'all' if during == len(AMENDMENTS) else during} of them")
+        text += (f"{which} fell between the start {'its' if one else 'a'} record gives and its end, while "
+                 f"{'it' if k else 'that run'} was under way")
+    return text
 
 
 def statement(records: pd.DataFrame, brief: bool = False) -> str:
@@ -288,7 +289,7 @@ def statement(records: pd.DataFrame, brief: bool = False) -> str:
         return (f"The rules that judge `{PROFILE}` were registered by their digest (sha256 {s['digest'][:16]}…), "
                 "but this copy has no git history to find the registration's commit in.")
     when = s["registered"].astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    text = (f"The rules, thresholds and code that judge `{PROFILE}` were fixed before its data: commit "
+    text = (f"The rules, thresholds and code that judge `{PROFILE}` were registered before its data: commit "
             f"{s['commit'][:7]} ({when}, pre-registration, sha256 {s['digest'][:16]}… of "
             f"{REGISTERED_FILES} files) precedes ")
     n = s["records"]
@@ -310,7 +311,7 @@ def statement(records: pd.DataFrame, brief: bool = False) -> str:
         parts = ([f"{before} started before it"] if before else []) + (
             [f"{unknown} {'does' if unknown == 1 else 'do'} not record when {'it' if unknown == 1 else 'they'} "
              "started"] if unknown else [])
-        text = text.replace("were fixed before its data", "were registered") + (
+        text = text.replace("were registered before its data", "were registered") + (
             f"{some} of the {n} `{PROFILE}` records: {' and '.join(parts)}, so the verdicts that read "
             f"{'it' if n - after == 1 else 'them'} may rest on rules written with {'it' if n - after == 1 else 'them'}"
             " in view.") + _late_dated(s)

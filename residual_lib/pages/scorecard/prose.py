@@ -45,8 +45,9 @@ def count_sentence(table: pd.DataFrame, profile: str) -> str:
         return f"None of the {claims} claims has records at `{profile}` yet."
     listed = parts[0] if len(parts) == 1 else "; ".join(parts[:-1]) + "; and " + parts[-1]
     n = checked.claim.nunique()
-    return (f"Of the paper's {claims} claims, {_word(n)} can be checked at `{profile}`"
-            + (f" (the other {_word(claims - n)} are about models this profile does not train)" if claims > n else "")
+    return (f"Of the paper's {claims} claims, {_word(n)} {'has' if n == 1 else 'have'} a verdict at `{profile}`"
+            + (f" (the other {_word(claims - n)} {'is about a model' if claims - n == 1 else 'are about models'} "
+               "this profile does not train)" if claims > n else "")
             + f": {listed}.")
 
 
@@ -88,29 +89,12 @@ def headline(table: pd.DataFrame, records: pd.DataFrame, stand_in: str = BOOK_PR
         below = ffn.eval_floor - ffn.final_val_loss
         blind = profile_input_blind_line(profile)
         setting = ("without dropout" if profile == stand_in
-                   else f"with dropout {get_profile(profile).dropout:g} (nanoGPT's recipe, assumed by paper-10m)")
+                   else f"with dropout {get_profile(profile).dropout:g} (nanoGPT's recipe, which paper-10m follows)")
         k = int((below > limits.FLOOR_TOL).sum())
         collapse.append((setting, k, int((below > blind).sum()), len(ffn), blind))
         counts.append((k, len(ffn)))
     if collapse:
-        held = [(setting, n) for setting, k, kb, n, _ in collapse if not k and not kb]
-        broken = [c for c in collapse if c[1] or c[2]]
-        if not broken:
-            text += (" FFNOnly stays at the floor in every seed ("
-                     + " and ".join(f"{n} seeds {setting}" for setting, n in held) + ").")
-        else:
-            text += " FFNOnly collapses in every seed, as the paper says, "
-            text += (" and ".join(f"{setting}: {n} of {n}" for setting, n in held) + ", but not "
-                     if held else "in no setting here: not ")
-            text += "; nor ".join(
-                f"{setting}: {k} of {n} seeds end more than {limits.FLOOR_TOL:g} nats below the floor ({kb} beyond the "
-                f"{blind:.4f} a model that ignores its input can reach)" for setting, k, kb, n, blind in broken)
-            if len(counts) == 2:  # whether the settings differ, at the line fixed before the data
-                (k1, n1), (k2, n2) = counts
-                p = stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]]).pvalue
-                text += (f"; at {limits.FLOOR_TOL:g} the two settings do not differ clearly (Fisher's p = {p:.2f})"
-                         if p >= 0.05 else f"; at {limits.FLOOR_TOL:g} the two settings differ (Fisher's p = {p:.3f})")
-            text += "."
+        text += _collapse_sentences(collapse, counts)
     missing = [p for p in PAPER_SCALE if not (records.profile == p).any()]
     if missing:
         text += (" No paper-10m or paper-124m run is recorded yet." if len(missing) == 2 else
@@ -118,13 +102,47 @@ def headline(table: pd.DataFrame, records: pd.DataFrame, stand_in: str = BOOK_PR
     return text
 
 
+def _ends(k: int, n: int | None = None) -> str:
+    """"2 of 20 seeds end", "1 of 4 seeds ends", or without ``n`` "5 end", "1 ends", "none does"."""
+    if n is None:
+        return "none does" if not k else f"{k} {'ends' if k == 1 else 'end'}"
+    return f"{k} of {n} seeds {'ends' if k == 1 else 'end'}"
+
+
+def _collapse_sentences(collapse: list, counts: list) -> str:
+    """Whether FFNOnly collapsed in every seed, setting by setting (each a (setting, seeds past the
+    escape line, seeds past the input-blind line, seeds, that line) tuple), and whether the settings
+    differ."""
+    held = [(setting, n) for setting, k, kb, n, _ in collapse if not k and not kb]
+    broken = [c for c in collapse if c[1] or c[2]]
+    if not broken:
+        return (" FFNOnly stays at the floor in every seed ("
+                + " and ".join(f"{n} seeds {setting}" for setting, n in held) + ").")
+    said = [f"{_ends(k, n)} more than {limits.FLOOR_TOL:g} nats below the floor, and {_ends(kb)} further below it "
+            f"than the {blind:.3f} nats a model that ignores its input can reach" for _, k, kb, n, blind in broken]
+    if held:
+        text = " " + " ".join(f"{setting[0].upper()}{setting[1:]}, FFNOnly collapses in every seed, as the paper "
+                              f"says ({n} of {n})." for setting, n in held)
+        text += f" {broken[0][0][0].upper()}{broken[0][0][1:]} it does not: {said[0]}"
+    else:
+        text = " FFNOnly does not collapse in every seed as the paper says: " + "; ".join(
+            f"{c[0]}, {s}" for c, s in zip(broken, said))
+    if len(counts) == 2:  # whether the settings differ, at the line fixed before the data
+        (k1, n1), (k2, n2) = counts
+        p = stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]]).pvalue
+        text += (f"; at {limits.FLOOR_TOL:g} the two settings do not differ clearly (Fisher's p = {p:.2f})"
+                 if p >= 0.05 else f"; at {limits.FLOOR_TOL:g} the two settings differ (Fisher's p = {p:.3f})")
+    return text + "."
+
+
 def stand_in_scope(stand_in: str = BOOK_PROFILE) -> str:
     """What the stand-in profile is, for the introduction: its shape (from the profile, so a
     book of any profile says its own), and the dropout twin it is also judged at, if any."""
     shape = get_profile(stand_in)
-    text = (f"Its model has {shape.n_layer} layers, {shape.n_embd} wide, with context {shape.block_size}; claims "
-            "about the 10M and 124M models' absolute numbers are marked \"not run at this scale\" until "
-            "`paper-10m` or `paper-124m` records exist.")
+    text = (f"Its model has {shape.n_layer} layers, {shape.n_embd} wide, with context {shape.block_size}. The "
+            "absolute numbers of the paper's 10M and 124M models are inconclusive at a smaller model; the "
+            "`paper-10m` and `paper-124m` columns judge them from runs of those settings, and mark a claim \"not "
+            "run at this scale\" until the runs it needs are recorded.")
     twin = DROPOUT_TWIN.get(stand_in)
     if twin:
         text += (f" The central sweep is also judged at `{twin}`, the same model with the dropout "

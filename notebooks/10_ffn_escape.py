@@ -47,9 +47,9 @@ scorecard.verdict_box(["ffn_collapse_10m"], records)
 
 # %% [markdown]
 # **What the central sweep found.** At the `cpu` profile some FFNOnly seeds do not stay at
-# the floor: they leave it slowly, part-way through training ([chapter 6](06_central)). The
-# `cpu` profile differs from the paper's 10M setting in size, in dropout and in its step
-# budget, so this chapter asks what the escapes depend on:
+# the floor: they sink below it late in training, still falling when the runs end
+# ([chapter 6](06_central)). The `cpu` profile differs from the paper's 10M setting in size,
+# in dropout and in its step budget, so this chapter asks what the escapes depend on:
 #
 # * **dropout {glue:md}`escape_dropout`** (profile `cpu-dropout`): the setting of nanoGPT's `shakespeare_char`
 #   config, which the `paper-10m` profile follows (the summary does not state the paper's

@@ -147,7 +147,7 @@ def test_the_finding_names_unrecorded_profiles_but_not_unrecorded_gains():
     base = labelled([("cpu", s, 1.0, 0.0, 0.1 if s < 2 else 0.0) for s in range(20)])
     text = escape.finding(pd.concat([base, gains]), "cpu", escape.condition_order(gains, "cpu"))
     assert text.endswith("gain 2 lets it escape. With one run per gain that says little about the gain: at gain 1, 2 of"
-                         " 20 runs escape, and at that rate at least 1 of 3 runs escape by chance with probability 27%"
+                         " 20 runs escape, and at that rate at least 1 of 3 runs escapes by chance with probability 27%"
                          " (4% to 68% over the rate's 95% interval).")
     assert escape.gain_sentence(gains.assign(escaped=False)).endswith("none lets FFNOnly escape.")
     assert escape.gain_sentence(gains.assign(escaped=True)).endswith("every one lets FFNOnly escape.")

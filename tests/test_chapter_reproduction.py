@@ -46,6 +46,7 @@ def test_the_deterministic_replicates_are_listed_as_prose():
     three = pd.DataFrame({"deterministic": [True, True, True, False], "replicate": [2, 0, 1, 3]})
     assert reproduction.deterministic_replicates(three) == "0, 1 and 2"
     assert reproduction.deterministic_replicates(three.iloc[:1]) == "2"
+    assert reproduction.deterministic_replicates(three, False) == "3"  # the non-deterministic ones
 
 
 def test_the_repeat_spread_is_per_setting_of_deterministic():

@@ -149,7 +149,7 @@ def perturbation_sentences(runs: pd.DataFrame, profile: str) -> list[str]:
                     f" nudged runs as draws of one setting, FFNOnly escapes in {k} of {n} runs at {profile}"
                     f" ({rate['rate']:.0%}; 95% Clopper-Pearson interval {rate['low']:.0%} to {rate['high']:.0%}).")
     else:
-        said.append(f"Every seed keeps its outcome under the perturbation ({k} of {n} runs escape).")
+        said.append(f"Every seed keeps its outcome under the perturbation ({k} of {n} runs escape{'s' if k == 1 else ''}).")
     low, high = min(ESCAPE_THRESHOLDS), max(ESCAPE_THRESHOLDS)
     edge = paired[paired.below_floor.between(low, high)]
     if len(edge):
@@ -199,8 +199,9 @@ def gain_sentence(part: pd.DataFrame, base: tuple[int, int] | None = None) -> st
         def chance(p: float) -> float:
             return float(stats.binom.sf(escaped - 1, runs, p))
 
-        text += (f" With one run per gain that says little about the gain: at gain 1, {k} of {n} runs escape, and at "
-                 f"that rate at least {escaped} of {runs} runs escape by chance with probability {chance(k / n):.0%} "
+        text += (f" With one run per gain that says little about the gain: at gain 1, {k} of {n} runs "
+                 f"escape{'s' if k == 1 else ''}, and at that rate at least {escaped} of {runs} runs "
+                 f"escape{'s' if escaped == 1 else ''} by chance with probability {chance(k / n):.0%} "
                  f"({chance(rate['low']):.0%} to {chance(rate['high']):.0%} over the rate's 95% interval).")
     return text
 

@@ -18,9 +18,10 @@ def repeat_runs(records: pd.DataFrame, variant: str, seed: int) -> pd.DataFrame:
     return runs[runs.seed == seed]
 
 
-def deterministic_replicates(repeats: pd.DataFrame) -> str:
-    """The replicate numbers of the deterministic repeats as the prose lists them: "0 and 1"."""
-    numbers = [str(r) for r in sorted(repeats[repeats.deterministic].replicate)]
+def deterministic_replicates(repeats: pd.DataFrame, deterministic: bool = True) -> str:
+    """The replicate numbers of the deterministic repeats (or, with ``deterministic`` False, the
+    others) as the prose lists them: "0 and 1", "0, 1 and 2"."""
+    numbers = [str(r) for r in sorted(repeats[repeats.deterministic == deterministic].replicate)]
     return " and ".join([", ".join(numbers[:-1]), numbers[-1]] if len(numbers) > 1 else numbers)
 
 

@@ -98,7 +98,8 @@ table(alpha, index="variant")
 # the control.
 
 # %%
-growth = mechanism.growth_table(analysis.growth_definitions(attention))
+definitions = analysis.growth_definitions(attention)
+growth = mechanism.growth_table(definitions)
 table(growth, index="definition", decimals=2, anchor="tab-growth")
 
 # %% [markdown]
@@ -110,7 +111,7 @@ agreement = analysis.growth_vs_paper(attention, tolerance=scorecard.DRIFT_REL)
 table(agreement, headers=mechanism.AGREEMENT_HEADERS)
 
 # %% tags=["hide-input"]
-text = mechanism.drift_finding(agreement, growth, records)
+text = mechanism.drift_finding(agreement, growth, records, definitions)
 glue("drift_agreement", text)
 Markdown(text)
 

@@ -65,8 +65,8 @@ def agreement(**drifts) -> pd.DataFrame:
     """growth_vs_paper's frame: variant=(ours, paper, agrees) under the drift definition, plus a growth row."""
     rows = [{"variant": v, "definition": analysis.DRIFT_DEFINITION, "ours": ours, "paper": paper, "agrees": ok}
             for v, (ours, paper, ok) in drifts.items()]
-    rows.append({"variant": "attn_only", "definition": "|h_L| / |h_1|, end", "ours": 1.0, "paper": 14.03,
-                 "agrees": True})  # another definition: never listed
+    rows.append({"variant": "attn_only", "definition": "|h_L| / |h_1|, end", "ours": 14.1, "paper": 14.03,
+                 "agrees": True})  # a growth definition
     return pd.DataFrame(rows)
 
 
@@ -77,17 +77,31 @@ def ordering(*larger: bool) -> pd.DataFrame:
 def test_drift_finding_reversed_ordering_and_a_recovered_attn_only():
     drifts = agreement(full=(1.486, 1.4, True), ffn_only=(5.591, 5.4, True), attn_only=(1.175, 14.0, False))
     text = mechanism.drift_finding(drifts, ordering(False, False), finals(attn_only=[1.7, 1.9]))
-    assert text.startswith("Under the drift definition, full (1.486 against 1.4), ffn_only (5.591 against 5.4) agree"
-                           f" with the paper within {scorecard.DRIFT_REL:.0%}; attn_only (1.175 against 14.0) does"
+    assert text.startswith("Under the drift definition, Full (1.486 against 1.4) and FFNOnly (5.591 against 5.4) agree"
+                           f" with the paper within {scorecard.DRIFT_REL:.0%}; AttnOnly (1.175 against 14.0) does"
                            " not. ")
+    # an agreeing growth definition is named too
+    assert ("Under the growth definitions, AttnOnly's `|h_L| / |h_1|, end` (14.100 against 14.03) agrees with the"
+            " paper's hidden-norm growth within") in text
     assert "the paper's ordering is reversed" in text
     assert f"it recovered, ending {FLOOR - 1.8:.3f} nats below the floor" in text
+    assert text.endswith("That is a possible reason its drift differs from the paper's, not one these records can test.")
+
+
+def test_drift_finding_gives_each_seed_range_and_says_when_only_the_mean_agrees():
+    drifts = agreement(full=(1.486, 1.4, True), ffn_only=(5.591, 5.4, True))
+    values = pd.DataFrame([{"variant": v, "seed": s, "definition": analysis.DRIFT_DEFINITION, "value": x}
+                           for v, xs in {"full": [1.45, 1.53], "ffn_only": [2.08, 11.45]}.items()
+                           for s, x in enumerate(xs)])
+    text = mechanism.drift_finding(drifts, ordering(False), finals(attn_only=[1.8]), values)
+    assert "Full (1.486 against 1.4; seeds 1.45 to 1.53) and FFNOnly (5.591 against 5.4; seeds 2.08 to 11.45)" in text
+    assert "For FFNOnly that is the mean's agreement only: its seeds spread well beyond" in text  # Full's stay within
 
 
 def test_drift_finding_agreement_in_the_papers_order_says_nothing_of_recovery():
     text = mechanism.drift_finding(agreement(attn_only=(14.1, 14.0, True)), ordering(True, True),
                                    finals(attn_only=[1.8]))
-    assert "attn_only (14.100 against 14.0) agrees with the paper" in text  # one variant: singular
+    assert "AttnOnly (14.100 against 14.0) agrees with the paper" in text  # one variant: singular
     assert "; no variant does not. " in text
     assert text.endswith("AttnOnly's figure exceeds FFNOnly's under every definition, as in the paper. ")
 
@@ -96,7 +110,7 @@ def test_drift_finding_partial_ordering_and_a_collapsed_attn_only():
     text = mechanism.drift_finding(agreement(attn_only=(3.0, 14.0, False), ffn_only=(9.0, 5.4, False)),
                                    ordering(True, False, True), finals(attn_only=[FLOOR - 0.1]))
     assert "no variant agrees with the paper" in text
-    assert "attn_only (3.000 against 14.0), ffn_only (9.000 against 5.4) do not. " in text  # plural
+    assert "AttnOnly (3.000 against 14.0) and FFNOnly (9.000 against 5.4) do not. " in text  # plural
     assert "under 2 of the 3 definitions: the ordering depends on the definition." in text
     assert "recovered" not in text  # differs, but collapsed: the paper's state
 

@@ -29,8 +29,10 @@ def signed(x: float) -> str:
 
 
 def listing(items) -> str:
-    """``a, b and c``: items joined as a sentence lists them."""
+    """``a, b and c``: items joined as a sentence lists them ("" for none)."""
     items = [str(i) for i in items]
+    if not items:
+        return ""
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..names import display_name
 from ...study import analysis
 from .. import scorecard
-from ..tables import number
+from ..names import display_name
+from ..tables import listing, number
 
 #: The scorecard claims the chapter's verdict box shows.
 CLAIMS = ["alpha_routing", "hidden_norm_growth", "mixer_test", "layer0_starved_attn_only", "layer0_starved_ffn_only"]
@@ -71,18 +71,45 @@ def _ordering(larger: pd.Series) -> str:
 AGREEMENT_HEADERS = {"ours": "ours (mean)", "paper": "the paper's value", "agrees": f"within {scorecard.DRIFT_REL:.0%}"}
 
 
-def drift_finding(agreement: pd.DataFrame, growth: pd.DataFrame, records: pd.DataFrame) -> str:
+def _seed_range(values: pd.DataFrame | None, variant: str, definition: str) -> tuple[float, float] | None:
+    """The smallest and largest seed's value of ``variant`` under ``definition``, from
+    :func:`analysis.growth_definitions`' frame; None without it or with one seed."""
+    if values is None:
+        return None
+    part = values[(values.variant == variant) & (values.definition == definition)].value
+    return (float(part.min()), float(part.max())) if len(part) > 1 else None
+
+
+def drift_finding(agreement: pd.DataFrame, growth: pd.DataFrame, records: pd.DataFrame,
+                  values: pd.DataFrame | None = None) -> str:
     """Which variants' drift agrees with the paper's (``agreement``: :func:`analysis.growth_vs_paper`
-    with a tolerance), whether AttnOnly's growth exceeds FFNOnly's (``growth``: :func:`growth_table`),
-    and, when AttnOnly's drift differs but it recovered, why: the paper's figures come from
-    collapsed runs, and a model that uses its layers need not grow as a collapsed one does."""
+    with a tolerance), with each one's seed range (``values``: :func:`analysis.growth_definitions`)
+    and a warning where the mean agrees but the seeds lie outside the tolerance; which growth
+    definitions agree with the paper's growth; whether AttnOnly's growth exceeds FFNOnly's
+    (``growth``: :func:`growth_table`); and, when AttnOnly's drift differs but it recovered, that the
+    paper's figures come from collapsed runs, a possible reason these records cannot test."""
+    tol = scorecard.DRIFT_REL
     drift = agreement[agreement.definition == analysis.DRIFT_DEFINITION].set_index("variant")
-    listed = {ok: [f"{v} ({drift.loc[v, 'ours']:.3f} against {drift.loc[v, 'paper']:.1f})"
+    ranges = {v: _seed_range(values, v, analysis.DRIFT_DEFINITION) for v in drift.index}
+    listed = {ok: [f"{display_name(v)} ({drift.loc[v, 'ours']:.3f} against {drift.loc[v, 'paper']:.1f}"
+                   + (f"; seeds {ranges[v][0]:.2f} to {ranges[v][1]:.2f}" if ranges[v] else "") + ")"
                    for v in drift.index[drift.agrees == ok]] for ok in (True, False)}
-    agree, differ = (", ".join(listed[ok]) or "no variant" for ok in (True, False))
+    agree, differ = (listing(listed[ok]) or "no variant" for ok in (True, False))
     plural = {ok: len(listed[ok]) > 1 for ok in (True, False)}
     text = (f"Under the drift definition, {agree} {'agree' if plural[True] else 'agrees'} with the paper within"
-            f" {scorecard.DRIFT_REL:.0%}; {differ} {'do' if plural[False] else 'does'} not. ")
+            f" {tol:.0%}; {differ} {'do' if plural[False] else 'does'} not. ")
+    loose = [v for v in drift.index[drift.agrees] if ranges[v] and
+             (ranges[v][0] < drift.loc[v, "paper"] * (1 - tol) or ranges[v][1] > drift.loc[v, "paper"] * (1 + tol))]
+    if loose:
+        text += (f"For {listing([display_name(v) for v in loose])} that is the mean's agreement only: "
+                 f"{'its seeds spread' if len(loose) == 1 else 'their seeds spread'} well beyond {tol:.0%} of the "
+                 "paper's figure. ")
+    grown = agreement[(agreement.definition != analysis.DRIFT_DEFINITION) & agreement.agrees]
+    if len(grown):
+        text += ("Under the growth definitions, " + listing(
+            f"{display_name(r.variant)}'s `{r.definition}` ({r.ours:.3f} against {r.paper:g})"
+            for r in grown.itertuples()) + f" {'agrees' if len(grown) == 1 else 'agree'} with the paper's "
+            f"hidden-norm growth within {tol:.0%}. ")
     if ORDERING in growth:
         text += _ordering(growth[ORDERING])
     floor = records["eval_floor"].iloc[0]
@@ -92,8 +119,8 @@ def drift_finding(agreement: pd.DataFrame, growth: pd.DataFrame, records: pd.Dat
         text += ("The paper does not say which runs its figures come from, but it reports them beside its nanoGPT"
                  " diagnostics, in which every partial variant had collapsed to the floor. AttnOnly is here in another"
                  f" state: it recovered, ending {floor - attn_loss:.3f} nats below the floor, and a model that uses its"
-                 " layers need not grow or drift as a collapsed one does: the likely reason its figures differ from"
-                 " the paper's.")
+                 " layers need not grow or drift as a collapsed one does. That is a possible reason its drift differs"
+                 " from the paper's, not one these records can test.")
     return text
 
 

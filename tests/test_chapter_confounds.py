@@ -55,13 +55,13 @@ def test_the_timing_finding_says_when_curves_do_not_meet_and_which_seeds_are_lef
 def test_the_gain_finding_says_from_which_step_the_curves_merge():
     text = confounds.gain_finding(_gain_runs(), 1170, tolerance=0.05)
     assert text == ("The training-loss spread across gains stays below 0.05 nats from step 1,170 of 2,000; the"
-                    " final validation losses differ by 0.0200 nats.")
+                    " final validation losses differ by 0.020 nats.")
 
 
 def test_the_gain_finding_says_when_the_curves_never_merge():
     text = confounds.gain_finding(_gain_runs(), None, tolerance=0.01)
     assert text == ("The spread across gains never stays below 0.01 nats; the final validation losses differ by"
-                    " 0.0200 nats.")
+                    " 0.020 nats.")
 
 
 def test_the_gain_caption_names_the_variant_seed_and_tolerance():

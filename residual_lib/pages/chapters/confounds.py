@@ -8,7 +8,7 @@ import pandas as pd
 from ...run.profiles import get_profile
 from ...study import analysis, gains, paper
 from .. import scorecard
-from ..tables import scientific
+from ..tables import number, scientific
 
 
 def gain_table(gain_runs: pd.DataFrame) -> pd.DataFrame:
@@ -127,7 +127,7 @@ def gain_finding(gain_runs: pd.DataFrame, merged_at: int | None, tolerance: floa
                   f" of {int(gain_runs.steps.iloc[0]):,}")
     else:
         merged = f"The spread across gains never stays below {tolerance} nats"
-    return f"{merged}; the final validation losses differ by {final.max() - final.min():.4f} nats."
+    return f"{merged}; the final validation losses differ by {number(float(final.max() - final.min()))} nats."
 
 
 def gain_caption(gain_variant: str, seed: int, tolerance: float = scorecard.GAIN_TOL) -> str:

@@ -98,21 +98,25 @@ def test_amendments_made_after_a_records_code_was_committed_are_said_to_be_so(mo
     amendments = preregistration.AMENDMENTS
     monkeypatch.setattr(preregistration, "commit_time", lambda sha: amendments[2].when)  # code after the third
     brief = preregistration.statement(frame, brief=True)
-    n = len(amendments)
-    assert (f"each before any `paper-10m` record existed; {n - 3} of them came after the code that trained it was "
+    n, existed = len(amendments), sum(a.records_existed for a in amendments)
+    lead = f"{existed} of them once a `paper-10m` record existed" if existed else \
+        "each before any `paper-10m` record existed"
+    assert (f"{lead}; {n - 3} of them came after the code that trained it was "
             f"committed ({amendments[2].date}), so possibly while that run was training;") in brief
     # a record whose recorded start and end bracket some of them: those came while it certainly trained
     bracket = frame.assign(started_at=[amendments[4].date.replace(" UTC", "+00:00")],
                            finished_at=["2026-12-06T01:41:02+00:00"])
-    assert preregistration.status(bracket)["amended_while_training"] == n - 5  # the fifth's own minute is no later
-    assert (f"so possibly while that run was training, and {n - 5} of those fell between the start its record gives and"
+    end = datetime(2026, 12, 6, 1, 41, 2, tzinfo=timezone.utc)
+    inside = sum(a.when <= end for a in amendments[5:])  # the fifth's own minute is no later than the start
+    assert preregistration.status(bracket)["amended_while_training"] == inside
+    assert (f"so possibly while that run was training, and {inside} of those fell between the start its record gives and"
             " its end, while it was under way;") in preregistration.statement(bracket, brief=True)
     # the amendments inside a record's span are said even where its code's commit is not in this history
     monkeypatch.setattr(preregistration, "commit_time", lambda sha: None)
-    assert (f"; {n - 5} of them fell between the start its record gives and its end, while that run was under way;"
+    assert (f"; {inside} of them fell between the start its record gives and its end, while that run was under way;"
             in preregistration.statement(bracket, brief=True))
     monkeypatch.setattr(preregistration, "commit_time", lambda sha: amendments[-1].when)  # code after them all
-    assert "each before any `paper-10m` record existed; the [scorecard]" in preregistration.statement(frame, brief=True)
+    assert f"{lead}; the [scorecard]" in preregistration.statement(frame, brief=True)
 
 
 def test_each_amendment_is_dated_by_the_commit_that_made_it():

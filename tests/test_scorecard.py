@@ -221,7 +221,7 @@ def test_the_mixer_is_new_evidence_never_a_reproduction(tmp_path):
     for seed, final in ((1, 2.80), (2, 2.81), (3, 2.79)):  # the control closes a third of the gap
         fake_record(tmp_path, "cpu", "pointwise", seed, final)
     table = scorecard.build(tmp_path, stand_in="cpu").set_index(["claim", "profile"])
-    assert "the no-mixing control 2.800 closes 33%, so mixing itself closes 50% of the 67%" in \
+    assert "the no-mixing control 2.800 closes 33%, so mixing itself closes 50% of the gap, 75% of the 67%" in \
         table.loc[("mixer_test", "cpu"), "ours"]
     # mixing closes 50 of the 67 points the control leaves open: more than half, against routing
     assert table.loc[("mixer_test", "cpu"), "verdict"] == "new evidence against"
@@ -338,7 +338,7 @@ def test_gain_confound_leaves_out_seeds_not_run_at_every_gain(tmp_path):
     ours = scorecard.build(tmp_path).set_index(["claim", "profile"]).loc[("gain_confound", "cpu"), "ours"]
     assert ours.startswith("gains 0.5, 1, 2, 4 at 1 seed (seed 42 not at every gain, left out); seed 1337:")
     assert verdicts(tmp_path, "gain_confound")["cpu"] == "reproduced"  # seed 42's 0.5-nat spread is not judged
-    assert "read as the same 200 steps: come together by then in 1 of 1 seeds" in ours
+    assert "read as the same 200 steps: come together by then in 1 of 1 seed" in ours
 
 
 def test_scale_note_gives_the_stand_in_size_and_the_missing_paper_profiles(tmp_path):

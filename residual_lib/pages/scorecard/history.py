@@ -121,23 +121,24 @@ CHANGES: tuple[Change, ...] = (
            "every cpu and cpu-dropout record; at both the same five seeds, so no verdict moved"),
 )
 
-#: sha256 (16 hex digits) of each rule's check as of the last entry of :data:`CHANGES`: a rule
-#: whose code differs today has changed without an entry (``tests/test_history.py``).
+#: sha256 (16 hex digits) of each rule's check and text as of the last entry of :data:`CHANGES`
+#: or the last change of wording only: a rule whose code differs today has changed without an
+#: entry, or without its wording being marked as deciding nothing (``tests/test_history.py``).
 RULE_DIGESTS = {
     "joint_collapse": "7371e0eacba7e47a",
     "layer0_starved": "797e558ab4e8376f",
     "layer0_full": "2064ef502903bd20",
-    "hidden_norm_growth": "49b8514797fae6f6",
+    "hidden_norm_growth": "defef2943a55c358",
     "gain_confound": "881a7644b439197c",
     "asymmetry": "3fa921a5be4b68e9",
-    "ffn_collapse": "8761e60ed2589aa2",
-    "ffn_vs_no_residual": "4bebc23154041422",
+    "ffn_collapse": "f907dd64477c4402",
+    "ffn_vs_no_residual": "2f08c0de0b01ce83",
     "absolute": "85a626fb29826ddb",
     "alpha_routing": "bb3b0291f6bcc743",
     "undefined": "95233eadb01e0498",
-    "mixer_test": "ff1c026c7cde6b4c",
+    "mixer_test": "704294063b1c1a4f",
     "intermediate_reproduction": "d816e180439d8892",
-    "nondeterministic_repeats": "b42f8bd0b15a6958",
+    "nondeterministic_repeats": "7ee4bbdb093e6e9a",
     "eval_noise_explains": "b4b880fc1ebc2da8",
 }
 

@@ -202,7 +202,7 @@ def claims_html(table: pd.DataFrame) -> str:
             f"<td>{html.escape(prose_names(str(r.ours)))}</td><td>{html.escape(str(r.seeds))}</td></tr>"
             for r in rows.itertuples())
         rule = next((r for r in rows.rule if r), "")
-        note = f"<p><em>About the paper's values:</em> {html.escape(first.paper_note)}</p>" if first.paper_note else ""
+        note = f"<p><em>About the paper's values:</em> {html.escape(first.paper_note)}.</p>" if first.paper_note else ""
         blocks.append(
             f'<details class="claim-block" id="{claim_anchor(claim)}">'
             f'<summary><span class="claim-title">{html.escape(TITLES.get(claim, claim))}</span>'

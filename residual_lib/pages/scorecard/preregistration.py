@@ -121,6 +121,18 @@ AMENDMENTS: tuple[Amendment, ...] = (
               "chapter 12's plan keeps to the variants it is asked for; no rule, threshold or selection changed",
               "a sweep asked for one variant would have queued the paper setting's others, hours each",
               records_existed=False),
+    Amendment("1817fa82b5ffea47437b449da60713a72857ccfc34a54c3c20c1a4b6a07435af", "2026-12-06 12:53 UTC",
+              "wording only: the hidden-norm rule says chapter 7 shows how each other definition orders the "
+              "variants, instead of saying they all order them alike; the mixer's share is given of the whole gap "
+              "and of what the control leaves open; the paper's values name their quantities in words, losses to "
+              "three decimals, with a true minus in the notes; seed counts agree in number; the repeats' spreads "
+              "and the largest FFNOnly-NoResidual gap within tolerance are written in the book's formats. No rule, "
+              "threshold or selection changed: every verdict and seed count at every profile is the same before "
+              "and after",
+              "the rule text stated that every definition orders the variants alike, which chapter 7's table "
+              "contradicts at cpu; the mixer's share read as a share of a share; the paper's values were printed "
+              "as column names",
+              records_existed=True),
 )
 
 
@@ -319,7 +331,7 @@ def statement(records: pd.DataFrame, brief: bool = False) -> str:
         times = {1: "once", 2: "twice"}.get(len(AMENDMENTS), f"{len(AMENDMENTS)} times")
         existed = sum(a.records_existed for a in AMENDMENTS)
         text += (f" The files were amended {times} since, " + ("each before any `paper-10m` record existed"
-                 if not existed else f"{existed} of them after `paper-10m` records existed") + _while_training(s) +
+                 if not existed else f"{existed} of them once a `paper-10m` record existed") + _while_training(s) +
                  "; the [scorecard](../book/scorecard) lists what each changed and why.")
     elif AMENDMENTS:
         times = {1: "once", 2: "twice"}.get(len(AMENDMENTS), f"{len(AMENDMENTS)} times")

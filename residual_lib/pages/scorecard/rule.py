@@ -73,7 +73,7 @@ def seeds(frame: pd.DataFrame) -> str:
 
 
 def count(k: int, n: int, what: str) -> str:
-    return f"{what} in {k} of {n} seeds"
+    return f"{what} in {k} of {n} seed{'' if n == 1 else 's'}"
 
 
 class ProfileRecords:

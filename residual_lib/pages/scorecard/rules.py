@@ -101,8 +101,8 @@ _DRIFT_ORDER = ("attn_only", "ffn_only", "full")
       "the paper's claim is an ordering: AttnOnly's hidden norm grows more than FFNOnly's (14.03× "
       "against 5.37×), and its drift figures put AttnOnly above FFNOnly above Full (14.0, 5.4, 1.4). "
       "The summary defines neither figure; here the drift |h_L − h_1| / |h_1| of the final model is "
-      "compared seed by seed (chapter 7 shows the other definitions, which order the variants the same "
-      "way). Reproduced if AttnOnly > FFNOnly > Full in every seed, partly if in some, not reproduced "
+      "compared seed by seed (chapter 7 shows the other definitions and how each orders the "
+      "variants). Reproduced if AttnOnly > FFNOnly > Full in every seed, partly if in some, not reproduced "
       "if in none. The values are shown with their spread, not judged against the paper's: the paper "
       "does not say which runs they come from (it reports them beside its nanoGPT diagnostics, in which "
       "every partial variant had collapsed)")
@@ -117,7 +117,8 @@ def _growth(r: ProfileRecords, rows):
     paper_drift = rows[rows.quantity == "representation_drift"].set_index("variant")["value"]
     values = "; ".join(f"{v} {drift[v].mean():.2f} (seeds {drift[v].min():.2f} to {drift[v].max():.2f}; "
                        f"paper {paper_drift[v]:g})" for v in order)
-    ours = (f"{' > '.join(order)} in {int(holds.sum())} of {len(drift)} seeds; drift {values}")
+    ours = (f"{' > '.join(order)} in {int(holds.sum())} of {len(drift)} seed{'' if len(drift) == 1 else 's'}; "
+            f"drift {values}")
     return ours, seeds(drift.reset_index()), share(int(holds.sum()), len(drift))
 
 
@@ -202,7 +203,7 @@ def _ffn_collapse(r: ProfileRecords, rows):
     escaped = ffn[~at_floor.to_numpy()]
     rate = escapes.escape_rate(len(escaped), len(ffn), limits.ESCAPE_CONFIDENCE)
     ours = (f"ffn_only {fmt(ffn.final_val_loss.mean())} ± {fmt(ffn.final_val_loss.std())}, floor {fmt(r.floor)}; "
-            f"escapes in {len(escaped)} of {len(ffn)} seeds ({rate['rate']:.0%}, {limits.ESCAPE_CONFIDENCE:.0%} interval "
+            f"escapes in {len(escaped)} of {len(ffn)} seed{'' if len(ffn) == 1 else 's'} ({rate['rate']:.0%}, {limits.ESCAPE_CONFIDENCE:.0%} interval "
             f"{rate['low']:.0%} to {rate['high']:.0%})"
             + (f": {', '.join(f'seed {s} ({v:.3f})' for s, v in zip(escaped.seed, escaped.final_val_loss))}"
                if len(escaped) else ""))
@@ -223,7 +224,7 @@ def _ffn_vs_nores(r: ProfileRecords, rows):
     close = diff.abs() <= limits.FLOOR_TOL
     ours = (f"per seed {', '.join(tables.signed(d) for d in diff)}; "
             f"{count(int(close.sum()), len(diff), 'within tolerance')}"
-            + (f" (largest |gap| there {diff[close].abs().max():.4f})" if close.any() else ""))
+            + (f" (largest |gap| there {fmt(diff[close].abs().max())})" if close.any() else ""))
     return ours, seeds(wide.reset_index()), share(int(close.sum()), len(diff))
 
 
@@ -303,8 +304,9 @@ def _mixer(r: ProfileRecords, rows):
     if "pointwise" not in means:
         return ours + "; no record of the no-mixing control yet", seeds(c[c.variant == "mixer"]), "inconclusive"
     control = (means["ffn_only"] - means["pointwise"]) / gap
+    share_left = f", {(closed - control) / (1 - control):.0%} of the {1 - control:.0%}" if control < 1 else ""
     ours += (f"; the no-mixing control {fmt(means['pointwise'])} closes {control:.0%}, so mixing itself "
-             f"closes {closed - control:.0%} of the {1 - control:.0%} the control leaves open")
+             f"closes {closed - control:.0%} of the gap{share_left} the control leaves open")
     return ours, seeds(c[c.variant == "mixer"]), evidence(closed - control < (1 - control) / 2)
 
 
@@ -346,8 +348,9 @@ def _nondeterministic(r: ProfileRecords, rows):
     nd_spread = nondet.final_val_loss.max() - nondet.final_val_loss.min()
     d_spread = det.final_val_loss.max() - det.final_val_loss.min() if len(det) >= 2 else math.nan
     devices = sorted(set(nondet.device))
-    ours = (f"non-deterministic {', '.join(fmt(x, 4) for x in sorted(nondet.final_val_loss))} (spread {nd_spread:.4f}); "
-            f"deterministic spread {fmt(d_spread, 4)}; device {', '.join(devices)}")
+    spread = {s: fmt(s) if s else "0" for s in (nd_spread, d_spread)}  # 0: bitwise equal
+    ours = (f"non-deterministic {', '.join(fmt(x) for x in sorted(nondet.final_val_loss))} (spread {spread[nd_spread]}); "
+            f"deterministic spread {spread[d_spread]}; device {', '.join(devices)}")
     if nd_spread == 0 and all(not d.startswith("cuda") for d in devices):
         return (ours + ": the repeats are bitwise equal, since CPU kernels are deterministic whether or not the "
                 "flag asks for it", seeds(nondet), "not testable here")

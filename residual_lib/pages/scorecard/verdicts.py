@@ -4,6 +4,7 @@ says what the stand-in rows are."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -18,21 +19,53 @@ from .claims import CLAIMS
 from .rule import PAPER_SCALE, RULES, VERDICTS, ProfileRecords, profiles_for_scale
 
 
+#: How the scorecard names the paper's quantities (``paper_claims.csv``'s ``quantity``); others
+#: read with their underscores as spaces, and ``_seed_N`` and ``_repeat_N`` as "at seed N", "of repeat N".
+QUANTITY_NAMES = {
+    "final_val_loss": "final validation loss", "best_val_loss_gain_2": "best validation loss at gain 2",
+    "ratio_to_full": "ratio to Full", "ratio_to_full_low": "ratio to Full, low end",
+    "ratio_to_full_high": "ratio to Full, high end", "layer0_grad_norm_from_step_300": "block-0 gradient norm from step 300",
+    "hidden_norm_growth": "hidden-norm growth", "steps_to_equivalence": "steps until the gains are equivalent",
+    "final_val_loss_conclusion": "final validation loss in the conclusion",
+    "final_val_loss_std_conclusion": "seed std of the final validation loss in the conclusion",
+    "alpha_tt": "α_tt", "relative_gap_percent_124m": "relative gap at 124M (%)",
+    "relative_gap_percent_10m": "relative gap at 10M (%)",
+    "final_val_loss_original_s5": "final validation loss as originally recorded (section 5)",
+    "final_val_loss_original_s7": "final validation loss as originally recorded (section 7)",
+    "nanogpt_minus_controlled": "nanoGPT runs' loss less the controlled runs'",
+}
+
+
+def _quantity(name: str) -> str:
+    if name in QUANTITY_NAMES:
+        return QUANTITY_NAMES[name]
+    match = re.fullmatch(r"(.+)_(seed|repeat)_(\d+)", name)
+    if match:
+        base, kind, n = match.groups()
+        return f"{_quantity(base)} {'at seed' if kind == 'seed' else 'of repeat'} {n}"
+    return name.replace("_", " ")
+
+
 def _paper_text(rows: pd.DataFrame) -> str:
+    """The paper's values of a claim as the scorecard writes them: each quantity named in words, a loss
+    to three decimals (the summary's own precision), anything else as the summary gives it."""
     parts = []
     for _, row in rows.iterrows():
-        value = f"{row['value']:g}" + (f" ± {row['std']:g}" if not pd.isna(row["std"]) else "")
+        loss = row["quantity"].startswith(("final_val_loss", "best_val_loss")) and "_std" not in row["quantity"]
+        form = ".3f" if loss else "g"
+        value = f"{row['value']:{form}}" + (f" ± {row['std']:{form}}" if not pd.isna(row["std"]) else "")
         if not pd.isna(row.get("std_kind")) and not pd.isna(row["std"]):
             value += f" ({row['std_kind']} std)"
-        parts.append(f"{row['variant']} {row['quantity'].replace('_', ' ')}: {value}")
+        variant = {"partial": "the partial variants'"}.get(row["variant"], row["variant"].replace("-", " - "))
+        parts.append(f"{variant} {_quantity(row['quantity'])}: {value}")
     return "; ".join(parts)
 
 
 def _paper_notes(rows: pd.DataFrame) -> str:
     notes = [str(n) for n in rows["note"] if not pd.isna(n)]
     if any(not pd.isna(i) and "seeds" in str(i) for i in rows["inferred"]):
-        notes.append("the seed is inferred, not stated in the summary")
-    return "; ".join(dict.fromkeys(notes))
+        notes.append("The seed is inferred, not stated in the summary")
+    return ". ".join(dict.fromkeys(notes))  # sentences, each begun with a capital; the page ends the last
 
 
 def scale_note(results_dir: str | Path | None = None, stand_in: str = BOOK_PROFILE) -> str:

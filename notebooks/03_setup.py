@@ -83,7 +83,7 @@ table(setup.floor_table(floors), index="profile", decimals=4)
 # %% [markdown]
 # ## Models
 #
-# Parameter counts of the `full` model at every profile (the tied LM head counted once,
+# Parameter counts of the Full model at every profile (the tied LM head counted once,
 # position embeddings excluded, as nanoGPT reports them). The `mixer` variant replaces
 # attention by a smaller token mixer. Models are built on PyTorch's `meta` device, so no
 # memory is allocated.

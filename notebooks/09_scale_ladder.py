@@ -27,8 +27,8 @@
 # runs take over an hour on one core. For every rung we plot two gaps against the parameter
 # count:
 #
-# * `attn_only − full`, paired by seed: what removing the feed-forward residual costs;
-# * `ffn_only − floor`: how far above (or below) the unigram floor of the evaluation batches
+# * AttnOnly − Full, paired by seed: what removing the feed-forward residual costs;
+# * FFNOnly − floor: how far above (or below) the unigram floor of the evaluation batches
 #   (chapter 3) the model without the attention residual ends, i.e. whether it collapses.
 #
 # Rungs without records are listed, not drawn: the chapter shows what has been run.
@@ -165,8 +165,8 @@ if len(budgets):
     display(table(budgets, caption="Final validation loss at two budgets (nats)"))
 
 # %% [markdown]
-# **What this can and cannot tell.** Within the ladder, a trend in `attn_only − full`
-# (shrinking or growing with size) and whether `ffn_only` stays at the floor at every rung
+# **What this can and cannot tell.** Within the ladder, a trend in AttnOnly − Full
+# (shrinking or growing with size) and whether FFNOnly stays at the floor at every rung
 # are measured over the rungs that have records, with an interval wherever a rung has more
 # than one seed.
 # {glue:text}`ladder_recorded` What it cannot tell is the behaviour at 124M: the ladder

@@ -86,8 +86,8 @@ Markdown(
 #
 # Claims whose verdict at a profile waits for runs not yet recorded there. The paper's 124M
 # setting needs a GPU (`python -m residual_lib sweep --all --profile paper-124m --device cuda`);
-# its 10M setting, `paper-10m`, trains on a CPU in most of a day a run, and its verdicts wait
-# for the variants still to come ([chapter 12](../notebooks/12_paper_scale) lists them).
+# its 10M setting, `paper-10m`, takes most of a day per run on a CPU, and its other verdicts
+# wait for the variants still to come ([chapter 12](../notebooks/12_paper_scale) lists them).
 
 # %% tags=["hide-input"]
 waiting = rows[rows.verdict == "not run at this scale"]

@@ -51,8 +51,8 @@ scorecard.section_view(8)
 # ## Repeats of one seed
 #
 # The same configuration (variant, seed, data order, initialisation) trained several times,
-# with deterministic algorithms (replicates {glue:md}`deterministic_replicates`) and without
-# (replicates {glue:md}`free_replicates`). The device and thread count each ran on are in the
+# with deterministic algorithms ({glue:md}`deterministic_replicates`) and without
+# ({glue:md}`free_replicates`). The device and thread count each ran on are in the
 # records' provenance. Losses are shown to three decimals; the second table gives each
 # setting's spread in full.
 

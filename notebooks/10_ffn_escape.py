@@ -47,8 +47,8 @@ scorecard.verdict_box(["ffn_collapse_10m"], records)
 
 # %% [markdown]
 # **What the central sweep found.** At the `cpu` profile some FFNOnly seeds do not stay at
-# the floor: they sink below it late in training, still falling when the runs end
-# ([chapter 6](06_central)). The `cpu` profile differs from the paper's 10M setting in size,
+# the floor: they sink below it in the second half of training and are still falling at the
+# final evaluation ([chapter 6](06_central)). The `cpu` profile differs from the paper's 10M setting in size,
 # in dropout and in its step budget, so this chapter asks what the escapes depend on:
 #
 # * **dropout {glue:md}`escape_dropout`** (profile `cpu-dropout`): the setting of nanoGPT's `shakespeare_char`

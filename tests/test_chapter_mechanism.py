@@ -93,9 +93,12 @@ def test_drift_finding_gives_each_seed_range_and_says_when_only_the_mean_agrees(
     values = pd.DataFrame([{"variant": v, "seed": s, "definition": analysis.DRIFT_DEFINITION, "value": x}
                            for v, xs in {"full": [1.45, 1.53], "ffn_only": [2.08, 11.45]}.items()
                            for s, x in enumerate(xs)])
-    text = mechanism.drift_finding(drifts, ordering(False), finals(attn_only=[1.8]), values)
+    growth = pd.DataFrame([{"variant": "attn_only", "seed": s, "definition": "|h_L| / |h_1|, end", "value": x}
+                           for s, x in enumerate([11.0, 17.2])])
+    text = mechanism.drift_finding(drifts, ordering(False), finals(attn_only=[1.8]), pd.concat([values, growth]))
     assert "Full (1.486 against 1.4; seeds 1.45 to 1.53) and FFNOnly (5.591 against 5.4; seeds 2.08 to 11.45)" in text
-    assert "For FFNOnly that is the mean's agreement only: its seeds spread well beyond" in text  # Full's stay within
+    assert "AttnOnly's `|h_L| / |h_1|, end` (14.100 against 14.03; seeds 11.00 to 17.20), by its mean only" in text
+    assert "For FFNOnly that is the mean's agreement only: its seeds spread beyond" in text  # Full's stay within
 
 
 def test_drift_finding_agreement_in_the_papers_order_says_nothing_of_recovery():

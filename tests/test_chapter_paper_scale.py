@@ -197,10 +197,10 @@ def test_the_ladder_sets_its_top_rung_beside_the_papers_setting(smoke_results):
 def test_the_chapters_registration_sentence_counts_the_amendments_instead_of_listing_them(monkeypatch):
     text = preregistration.statement(pd.DataFrame(), brief=True)
     n, existed = len(preregistration.AMENDMENTS), sum(a.records_existed for a in preregistration.AMENDMENTS)
-    assert f"amended {n} times since, {existed} of them once a `paper-10m` record existed" in text
+    assert f"amended {n} times since, {existed} of them after a `paper-10m` record existed" in text
     assert preregistration.AMENDMENTS[0].change not in text
     assert preregistration.AMENDMENTS[0].change in preregistration.statement(pd.DataFrame())
     late = preregistration.AMENDMENTS[-1].__class__("0" * 64, "2026-12-06", "a change", "a reason", True)
     monkeypatch.setattr(preregistration, "AMENDMENTS", (*preregistration.AMENDMENTS, late))
-    assert f"amended {n + 1} times since, {existed + 1} of them once a `paper-10m` record existed" in (
+    assert f"amended {n + 1} times since, {existed + 1} of them after a `paper-10m` record existed" in (
         preregistration.statement(pd.DataFrame(), brief=True))

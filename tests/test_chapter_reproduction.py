@@ -42,11 +42,12 @@ def test_repeats_are_every_run_of_the_variant_at_the_seed_deterministic_last():
 
 def test_the_deterministic_replicates_are_listed_as_prose():
     repeats = reproduction.repeat_runs(_records(), "attn_only", 1)
-    assert reproduction.deterministic_replicates(repeats) == "0 and 1"
+    assert reproduction.deterministic_replicates(repeats) == "replicates 0 and 1"
     three = pd.DataFrame({"deterministic": [True, True, True, False], "replicate": [2, 0, 1, 3]})
-    assert reproduction.deterministic_replicates(three) == "0, 1 and 2"
-    assert reproduction.deterministic_replicates(three.iloc[:1]) == "2"
-    assert reproduction.deterministic_replicates(three, False) == "3"  # the non-deterministic ones
+    assert reproduction.deterministic_replicates(three) == "replicates 0, 1 and 2"
+    assert reproduction.deterministic_replicates(three.iloc[:1]) == "replicate 2"
+    assert reproduction.deterministic_replicates(three, False) == "replicate 3"  # the non-deterministic ones
+    assert reproduction.deterministic_replicates(three.iloc[:3], False) == "none recorded"
 
 
 def test_the_repeat_spread_is_per_setting_of_deterministic():

@@ -99,18 +99,22 @@ def test_amendments_made_after_a_records_code_was_committed_are_said_to_be_so(mo
     monkeypatch.setattr(preregistration, "commit_time", lambda sha: amendments[2].when)  # code after the third
     brief = preregistration.statement(frame, brief=True)
     n, existed = len(amendments), sum(a.records_existed for a in amendments)
-    lead = f"{existed} of them once a `paper-10m` record existed" if existed else \
+    lead = f"{existed} of them after a `paper-10m` record existed" if existed else \
         "each before any `paper-10m` record existed"
-    assert (f"{lead}; {n - 3} of them came after the code that trained it was "
-            f"committed ({amendments[2].date}), so possibly while that run was training;") in brief
+    assert (f"{lead}; {n - 3} of them came after the code that trained it was committed ({amendments[2].date}) and"
+            " before its end, so possibly while that run was training;") in brief  # no end recorded: all after
     # a record whose recorded start and end bracket some of them: those came while it certainly trained
     bracket = frame.assign(started_at=[amendments[4].date.replace(" UTC", "+00:00")],
                            finished_at=["2026-12-06T01:41:02+00:00"])
     end = datetime(2026, 12, 6, 1, 41, 2, tzinfo=timezone.utc)
     inside = sum(a.when <= end for a in amendments[5:])  # the fifth's own minute is no later than the start
     assert preregistration.status(bracket)["amended_while_training"] == inside
-    assert (f"so possibly while that run was training, and {inside} of those fell between the start its record gives and"
-            " its end, while it was under way;") in preregistration.statement(bracket, brief=True)
+    # and an amendment after the record's end is not counted as possibly made while it trained
+    after_code = sum(a.when <= end for a in amendments[3:])
+    assert preregistration.status(bracket)["amended_after_code"] == after_code
+    assert (f"; {after_code} of them came after the code that trained it was committed ({amendments[2].date}) and"
+            f" before its end, so possibly while that run was training, and {inside} of those fell between the start"
+            " its record gives and its end, while it was under way;") in preregistration.statement(bracket, brief=True)
     # the amendments inside a record's span are said even where its code's commit is not in this history
     monkeypatch.setattr(preregistration, "commit_time", lambda sha: None)
     assert (f"; {inside} of them fell between the start its record gives and its end, while that run was under way;"
@@ -147,3 +151,15 @@ def test_descent_is_read_from_the_history_and_unknown_commits_give_none():
     assert preregistration.descends(head, parent) is False
     assert preregistration.descends(head, "0" * 40) is None and preregistration.descends(head, None) is None
     assert preregistration.descends(head, float("nan")) is None  # a record without the field, through pandas
+
+
+def test_the_amendment_clauses_read_at_one_and_at_all(monkeypatch):
+    code = datetime(2026, 12, 5, 4, 0, tzinfo=timezone.utc)
+    one = {"amended_after_code": 1, "amended_while_training": 1, "records": 1, "code_from": code}
+    assert ", so possibly while that run was training, and it fell between" in preregistration._while_training(one)
+    three = {**one, "amended_after_code": 3, "amended_while_training": 3}
+    assert ", and all of those fell between" in preregistration._while_training(three)
+    late = preregistration.AMENDMENTS[-1].__class__("0" * 64, "2026-12-06 12:00 UTC", "a change", "a reason", True)
+    monkeypatch.setattr(preregistration, "AMENDMENTS", (late,))
+    assert "amended once since, after a `paper-10m` record existed" in preregistration.statement(pd.DataFrame(),
+                                                                                                brief=True)

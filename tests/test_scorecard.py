@@ -260,6 +260,12 @@ def test_nondeterministic_repeats_need_run_to_run_spread(tmp_path):
     fake_record(tmp_path, "cpu", "attn_only", 1337, 2.0)
     fake_record(tmp_path, "cpu", "attn_only", 1337, 2.0, replicate=1)
     assert verdicts(tmp_path, "nondeterministic_repeats")["cpu"] == "reproduced"
+    ours = scorecard.build(tmp_path).set_index(["claim", "profile"]).loc[("nondeterministic_repeats", "cpu"), "ours"]
+    assert "(spread 0.120); deterministic spread 0;" in ours  # equal deterministic repeats: 0, not 0.000
+    fake_record(tmp_path, "cpu", "attn_only", 1337, 2.0003, replicate=1)  # they differ: the verdict turns
+    ours = scorecard.build(tmp_path).set_index(["claim", "profile"]).loc[("nondeterministic_repeats", "cpu"), "ours"]
+    assert "deterministic spread 3.0×10⁻⁴" in ours  # and the page shows why, not a spread of 0.000
+    assert verdicts(tmp_path, "nondeterministic_repeats")["cpu"] == "not reproduced"
 
 
 def test_identical_nondeterministic_repeats_are_not_testable_on_cpu_and_fail_on_a_gpu(tmp_path):
@@ -581,6 +587,9 @@ def test_the_verdict_box_says_when_a_verdict_reads_more_seeds_than_its_page_and_
     html = scorecard.verdict_box(["ffn_collapse_10m", "asymmetry_10m"], page).data
     assert "The verdict reads 8 seeds; this page shows 4." in html
     assert html.count("The verdict reads") == 1  # at cpu the verdict reads the page's own three seeds
+    alone = records[records.profile == "cpu"]  # no cpu-dropout run on the page: the scorecard describes that row
+    alone.attrs.update(profile="cpu", results_dir=str(tmp_path))
+    assert "The verdict reads" not in scorecard.verdict_box(["ffn_collapse_10m"], alone).data
     page = records[records.profile == "cpu"]
     page.attrs.update(profile="cpu-dropout", results_dir=str(tmp_path))
     html = scorecard.verdict_box(["asymmetry_10m"], page).data  # no Full or AttnOnly at cpu-dropout: not run
@@ -598,9 +607,9 @@ def test_the_headline_states_the_asymmetry_over_the_sweeps_seeds_and_every_ffn_o
     assert "it holds in every seed: AttnOnly ends at 1.800 nats and FFNOnly at 3.340, against a floor of 3.347" in text
     assert "(means over the central sweep's three seeds)" in text
     # every ffn_only seed counts here, at the escape line and at the input-blind line
-    assert (" FFNOnly does not collapse in every seed as the paper says: without dropout, 1 of 4 seeds ends more than"
-            " 0.05 nats below the floor, and 1 ends further below it than the 0.010 nats a model that ignores its"
-            " input can reach.") in text
+    assert (" FFNOnly does not collapse in every seed, as the paper says it does: without dropout, 1 of 4 seeds ends"
+            " more than 0.05 nats below the floor, and 1 ends more than 0.010 nats below it, further than a model"
+            " that ignores its input can reach.") in text
     assert "pull its mean down" not in text and "pulls its mean down" not in text  # no sweep seed left the floor
     assert text.endswith("No paper-10m or paper-124m run is recorded yet.")
     central(tmp_path, "cpu-dropout", attn=1.9, ffn=3.34)  # with dropout every seed stays at the floor
@@ -681,3 +690,16 @@ def test_the_papers_values_name_every_quantity_and_variant_in_words():
     assert all(v.startswith("ffn_only") for v in paired.variant), list(paired.variant)
     shown = scorecard.section_view(6).data
     assert "gap in final validation loss" in shown and "final_val_loss" not in shown
+
+
+def test_the_collapse_sentences_judge_at_the_escape_line_and_count_seeds_in_number():
+    from residual_lib.pages.scorecard import prose
+
+    # past the input-blind line only: still a collapse by the scorecard's line, with the deeper seeds said
+    text = prose._collapse_sentences([("without dropout", 0, 2, 4, 0.0102)], [(0, 4)])
+    assert text == (" Without dropout, FFNOnly collapses in every seed, as the paper says (4 of 4), though 2 end more"
+                    " than 0.010 nats below the floor, further than a model that ignores its input can reach.")
+    assert prose._collapse_sentences([("without dropout", 0, 0, 1, 0.01)], [(0, 1)]) == \
+        " FFNOnly stays at the floor in every seed (1 seed without dropout)."
+    one = prose._collapse_sentences([("without dropout", 1, 1, 1, 0.01)], [(1, 1)])
+    assert "as the paper says it does: without dropout, 1 of 1 seed ends more than 0.05 nats" in one

@@ -131,8 +131,8 @@ def points(records: pd.DataFrame) -> pd.DataFrame:
 GAPS_CAPTION = ("The two gaps against model size, one panel per gap: the mean over seeds with its 95% t interval"
                 " (a rung with one seed has none), and beside it each seed's own gap as a small dot; n is the number"
                 " of seeds. The table above names each rung's profile. The dotted line is zero.")
-GAPS_ALT = ("Two stacked charts of a gap in nats against parameter count on a log scale: attn_only minus full, and"
-            " ffn_only minus the floor; a mean with an interval bar per rung and a dot per seed beside it.")
+GAPS_ALT = ("Two stacked charts of a gap in nats against parameter count on a log scale: AttnOnly minus Full, and"
+            " FFNOnly minus the floor; a mean with an interval bar per rung and a dot per seed beside it.")
 
 
 def trend(records: pd.DataFrame) -> pd.DataFrame:

@@ -98,18 +98,23 @@ def drift_finding(agreement: pd.DataFrame, growth: pd.DataFrame, records: pd.Dat
     plural = {ok: len(listed[ok]) > 1 for ok in (True, False)}
     text = (f"Under the drift definition, {agree} {'agree' if plural[True] else 'agrees'} with the paper within"
             f" {tol:.0%}; {differ} {'do' if plural[False] else 'does'} not. ")
-    loose = [v for v in drift.index[drift.agrees] if ranges[v] and
-             (ranges[v][0] < drift.loc[v, "paper"] * (1 - tol) or ranges[v][1] > drift.loc[v, "paper"] * (1 + tol))]
-    if loose:
-        text += (f"For {listing([display_name(v) for v in loose])} that is the mean's agreement only: "
-                 f"{'its seeds spread' if len(loose) == 1 else 'their seeds spread'} well beyond {tol:.0%} of the "
-                 "paper's figure. ")
+    def loose(variant: str, definition: str, paper: float) -> bool:  # a seed beyond the tolerance of the paper's
+        span = _seed_range(values, variant, definition)
+        return bool(span) and (span[0] < paper * (1 - tol) or span[1] > paper * (1 + tol))
+
+    spread = [display_name(v) for v in drift.index[drift.agrees] if loose(v, analysis.DRIFT_DEFINITION,
+                                                                          drift.loc[v, "paper"])]
+    if spread:
+        text += (f"For {listing(spread)} that is the mean's agreement only: {'its' if len(spread) == 1 else 'their'} "
+                 f"seeds spread beyond {tol:.0%} of the paper's figure. ")
     grown = agreement[(agreement.definition != analysis.DRIFT_DEFINITION) & agreement.agrees]
     if len(grown):
-        text += ("Under the growth definitions, " + listing(
-            f"{display_name(r.variant)}'s `{r.definition}` ({r.ours:.3f} against {r.paper:g})"
-            for r in grown.itertuples()) + f" {'agrees' if len(grown) == 1 else 'agree'} with the paper's "
-            f"hidden-norm growth within {tol:.0%}. ")
+        said = [f"{display_name(r.variant)}'s `{r.definition}` ({r.ours:.3f} against {r.paper:g}"
+                + (f"; seeds {span[0]:.2f} to {span[1]:.2f}" if (span := _seed_range(values, r.variant, r.definition))
+                   else "") + ")" + (", by its mean only" if loose(r.variant, r.definition, r.paper) else "")
+                for r in grown.itertuples()]
+        text += (f"Under the growth definitions, {listing(said)} {'agrees' if len(said) == 1 else 'agree'} with the "
+                 f"paper's hidden-norm growth within {tol:.0%}. ")
     if ORDERING in growth:
         text += _ordering(growth[ORDERING])
     floor = records["eval_floor"].iloc[0]

@@ -7,6 +7,7 @@ import pandas as pd
 
 from ...study import analysis
 from ...study.sections import central_sweep, repeat_study
+from ..tables import listing
 
 #: The scorecard claims the chapter's verdict box shows.
 CLAIMS = ["intermediate_reproduction", "nondeterministic_repeats", "original_record"]
@@ -19,10 +20,12 @@ def repeat_runs(records: pd.DataFrame, variant: str, seed: int) -> pd.DataFrame:
 
 
 def deterministic_replicates(repeats: pd.DataFrame, deterministic: bool = True) -> str:
-    """The replicate numbers of the deterministic repeats (or, with ``deterministic`` False, the
-    others) as the prose lists them: "0 and 1", "0, 1 and 2"."""
+    """The deterministic repeats (or, with ``deterministic`` False, the others) as the prose names
+    them: "replicates 0 and 1", "replicates 0, 1 and 2", "replicate 3", or "none recorded"."""
     numbers = [str(r) for r in sorted(repeats[repeats.deterministic == deterministic].replicate)]
-    return " and ".join([", ".join(numbers[:-1]), numbers[-1]] if len(numbers) > 1 else numbers)
+    if not numbers:
+        return "none recorded"
+    return ("replicate " if len(numbers) == 1 else "replicates ") + listing(numbers)
 
 
 def repeat_table(repeats: pd.DataFrame) -> pd.DataFrame:

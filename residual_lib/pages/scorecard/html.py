@@ -251,11 +251,13 @@ def _seed_list(seeds) -> str:
 def _wider(row, records: pd.DataFrame) -> str:
     """A note for a verdict judged over more seeds than its page shows at that profile (an
     escape-rate seed, trained for FFNOnly alone, counts in a rule that reads every FFNOnly seed)."""
-    judged = re.fullmatch(r"(\d+) seeds", str(row.seeds))
+    text = str(row.seeds)  # rule.seeds: "1, 42, 123" for a few, "20 seeds" for more
+    many = re.fullmatch(r"(\d+) seeds", text)
+    judged = int(many.group(1)) if many else len(text.split(", ")) if re.fullmatch(r"\d+(, \d+)*", text) else 0
     shown = records[records.profile == row.profile].seed.nunique() if len(records) else 0
-    if judged is None or int(judged.group(1)) <= shown:
+    if not shown or judged <= shown:  # a profile the page shows no run of is the scorecard's to describe
         return ""
-    return f" The verdict reads {judged.group(1)} seeds; this page shows {shown}."
+    return f" The verdict reads {judged} seeds; this page shows {shown}."
 
 
 def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | None = None):

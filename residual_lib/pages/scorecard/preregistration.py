@@ -125,13 +125,22 @@ AMENDMENTS: tuple[Amendment, ...] = (
               "wording only: the hidden-norm rule says chapter 7 shows how each other definition orders the "
               "variants, instead of saying they all order them alike; the mixer's share is given of the whole gap "
               "and of what the control leaves open; the paper's values name their quantities in words, losses to "
-              "three decimals, with a true minus in the notes; seed counts agree in number; the repeats' spreads "
-              "and the largest FFNOnly-NoResidual gap within tolerance are written in the book's formats. No rule, "
+              "three decimals, the partial variants named as such, the notes as sentences with a true minus; seed "
+              "counts agree in number; the repeats' losses, their spreads and the largest FFNOnly-NoResidual gap "
+              "within tolerance are written to three decimals. No rule, "
               "threshold or selection changed: every verdict and seed count at every profile is the same before "
               "and after",
               "the rule text stated that every definition orders the variants alike, which chapter 7's table "
               "contradicts at cpu; the mixer's share read as a share of a share; the paper's values were printed "
               "as column names",
+              records_existed=True),
+    Amendment("8a61e54a1e6795ba03e9a37f0bb483ce8e0247da5a07d369deaa0c8b9650102f", "2026-12-06 13:05 UTC",
+              "wording only: the repeats' spreads are written 0 when the repeats are equal and in scientific "
+              "notation when tiny; the mixer sentence says when the control alone leaves none of the gap open. "
+              "No rule, threshold or selection changed: every verdict and seed count at every profile is the same "
+              "before and after",
+              "at three decimals a deterministic spread of 3×10⁻⁴, which turns the verdict, would have read 0.000; "
+              "a control that closed the whole gap would have been said to leave part of it open",
               records_existed=True),
 )
 
@@ -227,11 +236,14 @@ def status(records: pd.DataFrame) -> dict:
     starts = starts.where(~late)  # a start dated after the fact, later than the true one: no evidence
     known = [t for t in (commit_time(code) for code in dict.fromkeys(codes)) if t is not None] if len(own) else []
     code_from = min(known) if known else None  # no run of these records can have begun before its code existed
+    # nor trained after the last of them ended (unbounded while one gives no end)
+    last_end = finished.max() if len(own) and finished.notna().all() else None
     out = {"commit": None, "registered": None, "digest": REGISTERED_DIGEST, "records": len(own),
            "started_after": None, "unknown": None, "first_start": starts.min() if starts.notna().any() else None,
            "holds": None, "amendments": len(AMENDMENTS), "descend": None, "late_dated": int(late.sum()),
            "late_start": late_start, "code_from": code_from,
-           "amended_after_code": sum(a.when > code_from for a in AMENDMENTS) if code_from else 0,
+           "amended_after_code": sum(a.when > code_from and (last_end is None or pd.Timestamp(a.when) < last_end)
+                                     for a in AMENDMENTS) if code_from else 0,
            "amended_while_training": during}
     if found is not None:
         sha, when = found
@@ -283,11 +295,11 @@ def _while_training(s: dict) -> str:
     if k:
         when = s["code_from"].astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         text = (f"; {'all' if k == len(AMENDMENTS) else k} of them came after the code that trained "
-                f"{'it' if one else 'the first record'} was committed ({when}), so possibly while "
-                f"{'that' if one else 'a'} run was training")
+                f"{'it' if one else 'the first record'} was committed ({when}) and before "
+                f"{'its' if one else 'the last'} end, so possibly while {'that' if one else 'a'} run was training")
     if during:
-        which = (f", and {'all' if during == k else during} of {'them' if during == k else 'those'}" if k else
-                 f"; {'all' if during == len(AMENDMENTS) else during} of them")
+        which = ((", and it" if k == 1 else ", and all of those") if during == k else f", and {during} of those") \
+            if k else f"; {'all' if during == len(AMENDMENTS) else during} of them"
         text += (f"{which} fell between the start {'its' if one else 'a'} record gives and its end, while "
                  f"{'it' if k else 'that run'} was under way")
     return text
@@ -329,9 +341,11 @@ def statement(records: pd.DataFrame, brief: bool = False) -> str:
             " in view.") + _late_dated(s)
     if AMENDMENTS and brief:
         times = {1: "once", 2: "twice"}.get(len(AMENDMENTS), f"{len(AMENDMENTS)} times")
-        existed = sum(a.records_existed for a in AMENDMENTS)
-        text += (f" The files were amended {times} since, " + ("each before any `paper-10m` record existed"
-                 if not existed else f"{existed} of them once a `paper-10m` record existed") + _while_training(s) +
+        existed, n = sum(a.records_existed for a in AMENDMENTS), len(AMENDMENTS)
+        when = ("before any `paper-10m` record existed" if not existed else "after a `paper-10m` record existed")
+        when = (when if n == 1 else f"each {when}" if existed in (0, n) else
+                f"{existed} of them after a `paper-10m` record existed")
+        text += (f" The files were amended {times} since, {when}" + _while_training(s) +
                  "; the [scorecard](../book/scorecard) lists what each changed and why.")
     elif AMENDMENTS:
         times = {1: "once", 2: "twice"}.get(len(AMENDMENTS), f"{len(AMENDMENTS)} times")

@@ -106,27 +106,37 @@ def _ends(k: int, n: int | None = None) -> str:
     """"2 of 20 seeds end", "1 of 4 seeds ends", or without ``n`` "5 end", "1 ends", "none does"."""
     if n is None:
         return "none does" if not k else f"{k} {'ends' if k == 1 else 'end'}"
-    return f"{k} of {n} seeds {'ends' if k == 1 else 'end'}"
+    return f"{k} of {n} seed{'' if n == 1 else 's'} {'ends' if k == 1 else 'end'}"
+
+
+def _blind(kb: int, blind: float, floor: str = "it") -> str:
+    """How many seeds end further below the floor than a model that ignores its input can."""
+    return (f"{_ends(kb)} more than {blind:.3f} nats below {floor}, further than a model that ignores its input "
+            "can reach")
 
 
 def _collapse_sentences(collapse: list, counts: list) -> str:
     """Whether FFNOnly collapsed in every seed, setting by setting (each a (setting, seeds past the
-    escape line, seeds past the input-blind line, seeds, that line) tuple), and whether the settings
-    differ."""
-    held = [(setting, n) for setting, k, kb, n, _ in collapse if not k and not kb]
-    broken = [c for c in collapse if c[1] or c[2]]
-    if not broken:
+    escape line, seeds past the input-blind line, seeds, that line) tuple), as the scorecard
+    judges it (at the escape line), with the seeds past the input-blind line beside it, and whether
+    the settings differ."""
+    held = [c for c in collapse if not c[1]]
+    broken = [c for c in collapse if c[1]]
+    if not any(c[1] or c[2] for c in collapse):
         return (" FFNOnly stays at the floor in every seed ("
-                + " and ".join(f"{n} seeds {setting}" for setting, n in held) + ").")
-    said = [f"{_ends(k, n)} more than {limits.FLOOR_TOL:g} nats below the floor, and {_ends(kb)} further below it "
-            f"than the {blind:.3f} nats a model that ignores its input can reach" for _, k, kb, n, blind in broken]
-    if held:
-        text = " " + " ".join(f"{setting[0].upper()}{setting[1:]}, FFNOnly collapses in every seed, as the paper "
-                              f"says ({n} of {n})." for setting, n in held)
+                + " and ".join(f"{n} seed{'' if n == 1 else 's'} {setting}" for setting, _, _, n, _ in held) + ").")
+    text = "".join(f" {setting[0].upper()}{setting[1:]}, FFNOnly collapses in every seed, as the paper says "
+                   f"({n} of {n})" + (f", though {_blind(kb, blind, 'the floor')}" if kb else "") + "."
+                   for setting, _, kb, n, blind in held)
+    said = [f"{_ends(k, n)} more than {limits.FLOOR_TOL:g} nats below the floor, and {_blind(kb, blind)}"
+            for _, k, kb, n, blind in broken]
+    if held and broken:
         text += f" {broken[0][0][0].upper()}{broken[0][0][1:]} it does not: {said[0]}"
-    else:
-        text = " FFNOnly does not collapse in every seed as the paper says: " + "; ".join(
+    elif broken:
+        text += " FFNOnly does not collapse in every seed, as the paper says it does: " + "; ".join(
             f"{c[0]}, {s}" for c, s in zip(broken, said))
+    else:
+        text = text[:-1]  # the Fisher clause, if any, ends the last sentence
     if len(counts) == 2:  # whether the settings differ, at the line fixed before the data
         (k1, n1), (k2, n2) = counts
         p = stats.fisher_exact([[k1, n1 - k1], [k2, n2 - k2]]).pvalue
@@ -139,10 +149,10 @@ def stand_in_scope(stand_in: str = BOOK_PROFILE) -> str:
     """What the stand-in profile is, for the introduction: its shape (from the profile, so a
     book of any profile says its own), and the dropout twin it is also judged at, if any."""
     shape = get_profile(stand_in)
-    text = (f"Its model has {shape.n_layer} layers, {shape.n_embd} wide, with context {shape.block_size}. The "
-            "absolute numbers of the paper's 10M and 124M models are inconclusive at a smaller model; the "
-            "`paper-10m` and `paper-124m` columns judge them from runs of those settings, and mark a claim \"not "
-            "run at this scale\" until the runs it needs are recorded.")
+    text = (f"Its model has {shape.n_layer} layers, {shape.n_embd} wide, with context {shape.block_size}. A "
+            "smaller model cannot check the absolute numbers of the paper's 10M and 124M models, so they are "
+            "inconclusive here; the `paper-10m` and `paper-124m` columns judge them from runs of those settings, "
+            "and mark a claim \"not run at this scale\" until the runs it needs are recorded.")
     twin = DROPOUT_TWIN.get(stand_in)
     if twin:
         text += (f" The central sweep is also judged at `{twin}`, the same model with the dropout "

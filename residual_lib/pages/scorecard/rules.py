@@ -304,9 +304,10 @@ def _mixer(r: ProfileRecords, rows):
     if "pointwise" not in means:
         return ours + "; no record of the no-mixing control yet", seeds(c[c.variant == "mixer"]), "inconclusive"
     control = (means["ffn_only"] - means["pointwise"]) / gap
-    share_left = f", {(closed - control) / (1 - control):.0%} of the {1 - control:.0%}" if control < 1 else ""
+    left = (f", {(closed - control) / (1 - control):.0%} of the {1 - control:.0%} the control leaves open"
+            if control < 1 else ", though the control alone leaves none of it open")
     ours += (f"; the no-mixing control {fmt(means['pointwise'])} closes {control:.0%}, so mixing itself "
-             f"closes {closed - control:.0%} of the gap{share_left} the control leaves open")
+             f"closes {closed - control:.0%} of the gap{left}")
     return ours, seeds(c[c.variant == "mixer"]), evidence(closed - control < (1 - control) / 2)
 
 
@@ -348,9 +349,11 @@ def _nondeterministic(r: ProfileRecords, rows):
     nd_spread = nondet.final_val_loss.max() - nondet.final_val_loss.min()
     d_spread = det.final_val_loss.max() - det.final_val_loss.min() if len(det) >= 2 else math.nan
     devices = sorted(set(nondet.device))
-    spread = {s: fmt(s) if s else "0" for s in (nd_spread, d_spread)}  # 0: bitwise equal
-    ours = (f"non-deterministic {', '.join(fmt(x) for x in sorted(nondet.final_val_loss))} (spread {spread[nd_spread]}); "
-            f"deterministic spread {spread[d_spread]}; device {', '.join(devices)}")
+    def spread(s: float) -> str:  # 0: bitwise equal; a tiny one in scientific notation, never "0.000"
+        return number(s) if s else "0"
+
+    ours = (f"non-deterministic {', '.join(fmt(x) for x in sorted(nondet.final_val_loss))} (spread {spread(nd_spread)}); "
+            f"deterministic spread {spread(d_spread)}; device {', '.join(devices)}")
     if nd_spread == 0 and all(not d.startswith("cuda") for d in devices):
         return (ours + ": the repeats are bitwise equal, since CPU kernels are deterministic whether or not the "
                 "flag asks for it", seeds(nondet), "not testable here")

@@ -341,9 +341,9 @@ def statement(records: pd.DataFrame, brief: bool = False) -> str:
             " in view.") + _late_dated(s)
     if AMENDMENTS and brief:
         times = {1: "once", 2: "twice"}.get(len(AMENDMENTS), f"{len(AMENDMENTS)} times")
-        existed, n = sum(a.records_existed for a in AMENDMENTS), len(AMENDMENTS)
+        existed, made = sum(a.records_existed for a in AMENDMENTS), len(AMENDMENTS)
         when = ("before any `paper-10m` record existed" if not existed else "after a `paper-10m` record existed")
-        when = (when if n == 1 else f"each {when}" if existed in (0, n) else
+        when = (when if made == 1 else f"each {when}" if existed in (0, made) else
                 f"{existed} of them after a `paper-10m` record existed")
         text += (f" The files were amended {times} since, {when}" + _while_training(s) +
                  "; the [scorecard](../book/scorecard) lists what each changed and why.")

@@ -590,6 +590,8 @@ def test_the_verdict_box_says_when_a_verdict_reads_more_seeds_than_its_page_and_
     alone = records[records.profile == "cpu"]  # no cpu-dropout run on the page: the scorecard describes that row
     alone.attrs.update(profile="cpu", results_dir=str(tmp_path))
     assert "The verdict reads" not in scorecard.verdict_box(["ffn_collapse_10m"], alone).data
+    # what the records show reads as a sentence after the claim's title
+    assert "</a>. Median 0.000 (per seed 1:" in scorecard.verdict_box(["layer0_starved_ffn_only"], alone).data
     page = records[records.profile == "cpu"]
     page.attrs.update(profile="cpu-dropout", results_dir=str(tmp_path))
     html = scorecard.verdict_box(["asymmetry_10m"], page).data  # no Full or AttnOnly at cpu-dropout: not run

@@ -274,7 +274,8 @@ def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | 
     for claim in claims:
         for row in rows[rows.claim == claim].itertuples():
             where = f" <code>{html.escape(row.profile)}</code>" if row.profile != profile else ""
-            ours = "" if str(row.ours) in ("—", "") else f" {html.escape(prose_names(str(row.ours)))}."
+            said = prose_names(str(row.ours))
+            ours = "" if said in ("—", "") else f" {html.escape(said[:1].upper() + said[1:])}."  # a sentence after the title
             items.append(f'<li>{badge(row.verdict)}{where} <a href="../book/scorecard.html#{claim_anchor(claim)}">'
                          f"{html.escape(TITLES.get(claim, claim))}</a>.{ours}{_wider(row, records)}</li>")
     shown = ""

@@ -98,7 +98,10 @@ if len(times):
 # %%
 attn = records.loc[records.variant == "attn_only", "final_val_loss"]
 table(
-    chapter.escape_table(times, attn.mean() if len(attn) else float("nan")),
+    chapter.escape_table(
+        times.merge(records[["key", "best_val_loss"]], on="key", how="left"),
+        attn.mean() if len(attn) else float("nan"),
+    ),
     caption="Every FFNOnly run of the study (nats)",
 )
 

@@ -39,6 +39,9 @@ def test_the_escape_table_gives_each_seeds_step_and_distances_in_the_studys_seed
     assert list(table["leaves the floor at step"]) == ["8,750", "—"]
     assert table["below the bigram"].iloc[0] == pytest.approx(0.47)
     assert table["above AttnOnly"].iloc[0] == pytest.approx(2.0 - 1.544)
+    assert "deepest below the floor" not in table  # no best losses given
+    back = chapter.escape_table(times.assign(best_val_loss=[3.136, 1.9]), 1.544)  # 42 went deep and came back
+    assert list(back["deepest below the floor"]) == pytest.approx([3.335 - 1.9, 3.335 - 3.136])
 
 
 def test_the_decision_is_provisional_until_every_seed_is_recorded():

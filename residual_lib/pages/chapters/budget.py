@@ -214,11 +214,11 @@ def rule_text() -> str:
 
 
 def escape_table(times: pd.DataFrame, attn_mean: float) -> pd.DataFrame:
-    """One row per FFNOnly run (:func:`residual_lib.study.budget.escape_times`), in the study's seed
-    order: the step it leaves the floor at (— if it does not), its final loss, how far below the
-    floor and the bigram reference it ends, and its distance to AttnOnly's mean (``attn_mean``)."""
+    """Per FFNOnly run (:func:`budget.escape_times`, ``best_val_loss`` if given), in seed order: its escape step, final
+    loss, how far it ends below floor and bigram, above AttnOnly (``attn_mean``), and its deepest dip (it can come back)."""
     order = {s: i for i, s in enumerate(budget.BUDGET_SEEDS)}
     times = times.assign(_order=times.seed.map(lambda s: order.get(s, len(order) + s))).sort_values("_order")
+    deepest = times.final_val_loss + times.below_floor - times.get("best_val_loss", np.nan)
     return pd.DataFrame({
         "seed": times.seed.to_numpy(),
         "leaves the floor at step": [f"{int(t):,}" if e else "—" for t, e in zip(times.time, times.escaped)],
@@ -226,7 +226,7 @@ def escape_table(times: pd.DataFrame, attn_mean: float) -> pd.DataFrame:
         "below the floor": times.below_floor.to_numpy(),
         "below the bigram": (times.eval_bigram - times.final_val_loss).to_numpy(),
         "above AttnOnly": (times.final_val_loss - attn_mean).to_numpy(),
-    })
+        **({"deepest below the floor": deepest.to_numpy()} if "best_val_loss" in times else {})})
 
 
 def anchor_table(records: pd.DataFrame) -> pd.DataFrame:

@@ -97,11 +97,10 @@ if len(times):
 
 # %%
 attn = records.loc[records.variant == "attn_only", "final_val_loss"]
+if len(times):  # each run's best loss beside its escape time: how deep it went
+    times = times.merge(records[["key", "best_val_loss"]], on="key", how="left")
 table(
-    chapter.escape_table(
-        times.merge(records[["key", "best_val_loss"]], on="key", how="left"),
-        attn.mean() if len(attn) else float("nan"),
-    ),
+    chapter.escape_table(times, attn.mean() if len(attn) else float("nan")),
     caption="Every FFNOnly run of the study (nats)",
 )
 

@@ -8,6 +8,7 @@ from scipy import stats
 from ...run.profiles import BOOK_PROFILE, DROPOUT_TWIN, get_profile
 from ...study.frames import profile_input_blind_line, usable
 from ...study.sections import central_sweep, controlled
+from ...core.text import plural
 from . import limits
 from .rule import PAPER_SCALE, VERDICTS, stand_ins
 
@@ -106,7 +107,7 @@ def _ends(k: int, n: int | None = None) -> str:
     """"2 of 20 seeds end", "1 of 4 seeds ends", or without ``n`` "5 end", "1 ends", "none does"."""
     if n is None:
         return "none does" if not k else f"{k} {'ends' if k == 1 else 'end'}"
-    return f"{k} of {n} seed{'' if n == 1 else 's'} {'ends' if k == 1 else 'end'}"
+    return f"{k} of {n} {plural('seed', n)} {'ends' if k == 1 else 'end'}"
 
 
 def _blind(kb: int, blind: float, floor: str = "it") -> str:
@@ -124,7 +125,7 @@ def _collapse_sentences(collapse: list, counts: list) -> str:
     broken = [c for c in collapse if c[1]]
     if not any(c[1] or c[2] for c in collapse):
         return (" FFNOnly stays at the floor in every seed ("
-                + " and ".join(f"{n} seed{'' if n == 1 else 's'} {setting}" for setting, _, _, n, _ in held) + ").")
+                + " and ".join(f"{n} {plural('seed', n)} {setting}" for setting, _, _, n, _ in held) + ").")
     text = "".join(f" {setting[0].upper()}{setting[1:]}, FFNOnly collapses in every seed, as the paper says "
                    f"({n} of {n})" + (f", though {_blind(kb, blind, 'the floor')}" if kb else "") + "."
                    for setting, _, kb, n, blind in held)

@@ -38,7 +38,7 @@ from residual_lib.pages.book import Prose, glue
 from residual_lib.pages.chapters import budget as chapter
 from residual_lib.pages.notebook import notebook_records
 from residual_lib.pages.tables import table
-from residual_lib.study import budget
+from residual_lib.study import budget, dips
 from residual_lib.study.analysis import curves
 from residual_lib.study.sections import plan
 
@@ -103,6 +103,11 @@ table(
     chapter.escape_table(times, attn.mean() if len(attn) else float("nan")),
     caption="Every FFNOnly run of the study (nats)",
 )
+
+# %%
+# Runs that crossed the line and came back, which the rule does not count as leaving the floor
+found = dips.returns(times, budget.LINE) if len(times) else None
+Markdown(dips.returns_text(found, len(times), budget.LINE))
 
 # %% [markdown]
 # ## The anchors

@@ -293,9 +293,8 @@ def prospects(decision: dict, planned: int) -> dict[str, str]:
 
 
 def decision_text(decision: dict, planned: int) -> str:
-    """The rule's reading of the FFNOnly runs recorded (``decision``: :func:`residual_lib.study.budget.decide`),
-    with the counts it rests on; provisional while fewer than ``planned`` seeds are recorded. The reading is
-    called pre-registered only where ``planned`` is the registered study's seed count."""
+    """The rule's reading of the FFNOnly runs recorded (``decision``: :func:`residual_lib.study.budget.decide`) with
+    its counts; provisional below ``planned`` seeds, and called pre-registered only at the registered seed count."""
     n = decision["runs"]
     if not n:
         return "No FFNOnly run of the study is recorded yet, so the rule has nothing to read."
@@ -312,9 +311,10 @@ def decision_text(decision: dict, planned: int) -> str:
         counts += f" ({short}.)"
     if left <= 0:
         registered = "The pre-registered reading" if planned == len(budget.BUDGET_SEEDS) else "The rule's reading"
-        return f"{counts} {registered}: *{decision['outcome']}*, {reading}."
-    recorded = f"With {n} of the {planned} seeds recorded"
-    other = "the one still to come" if left == 1 else f"the other {left}"
+        most = (f" It is a reading of most seeds, not every one: {decision['escaped']} of the {n} leave the floor within"
+                " the budget.") if decision["outcome"] == "structural" and decision["escaped"] else ""
+        return f"{counts} {registered}: *{decision['outcome']}*, {reading}.{most}"
+    recorded, other = f"With {n} of the {planned} seeds recorded", "the one still to come" if left == 1 else f"the other {left}"
     if decision["outcome"] == "speed":  # escapes recorded stay recorded
         return f"{counts} {recorded}, the rule already reads *speed* ({reading}), whatever {other} {'shows' if left == 1 else 'show'}."
     if decision["outcome"] == "structural":

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from residual_lib.pages.chapters import budget as chapter
+from residual_lib.pages.tables import table as book_table
 from residual_lib.run.runs import Run
 from residual_lib.study import budget
 from residual_lib.study.sections import plan
@@ -42,6 +43,8 @@ def test_the_escape_table_gives_each_seeds_step_and_distances_in_the_studys_seed
     assert "deepest below the floor" not in table  # no best losses given
     back = chapter.escape_table(times.assign(best_val_loss=[3.136, 1.9]), 1.544)  # 42 went deep and came back
     assert list(back["deepest below the floor"]) == pytest.approx([3.335 - 1.9, 3.335 - 3.136])
+    shallow = book_table(chapter.escape_table(times.assign(best_val_loss=[1.9, 3.3346]), 1.544)).to_html()
+    assert "×10" not in shallow and ">0.000<" in shallow  # 0.0004 nats below: a loss, written as the others are
 
 
 def test_the_decision_is_provisional_until_every_seed_is_recorded():
@@ -123,7 +126,8 @@ def test_progress_counts_the_recorded_and_the_missing_runs():
     text = chapter.progress_text(records, absent)
     assert text.startswith("Recorded so far: 1 of 2 FFNOnly seeds and 1 of 2 anchor runs (AttnOnly and NoResidual).")
     assert "2 runs are still to come" in text
-    assert "still to come" not in chapter.progress_text(records, [])
+    assert chapter.progress_text(records, []) == ("Every run of the study is recorded: 1 FFNOnly seed and 1 anchor run"
+                                                  " (AttnOnly and NoResidual).")
 
 
 def test_the_budget_figures_label_twenty_thousand_steps_without_labels_running_together_and_keep_their_width():

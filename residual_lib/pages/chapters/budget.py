@@ -218,7 +218,7 @@ def escape_table(times: pd.DataFrame, attn_mean: float) -> pd.DataFrame:
     loss, how far it ends below floor and bigram, above AttnOnly (``attn_mean``), and its deepest dip (it can come back)."""
     order = {s: i for i, s in enumerate(budget.BUDGET_SEEDS)}
     times = times.assign(_order=times.seed.map(lambda s: order.get(s, len(order) + s))).sort_values("_order")
-    deepest = times.final_val_loss + times.below_floor - times.get("best_val_loss", np.nan)
+    deepest = (times.final_val_loss + times.below_floor - times.get("best_val_loss", np.nan)).round(3)  # nats: 0.000, not 5×10⁻⁴
     return pd.DataFrame({
         "seed": times.seed.to_numpy(),
         "leaves the floor at step": [f"{int(t):,}" if e else "—" for t, e in zip(times.time, times.escaped)],
@@ -244,14 +244,14 @@ def progress_text(records: pd.DataFrame, absent: list) -> str:
     """How much of the study is recorded: FFNOnly's seeds and the anchor runs, and what is missing."""
     have = records.groupby("variant").size()
     planned = {v: int(have.get(v, 0)) + sum(r.variant == v for r in absent) for v in ("ffn_only", "attn_only", "no_residual")}
-    ffn = f"{int(have.get('ffn_only', 0))} of {planned['ffn_only']} FFNOnly seeds"
-    anchors = sum(int(have.get(v, 0)) for v in ("attn_only", "no_residual"))
-    text = (f"Recorded so far: {ffn} and {anchors} of {planned['attn_only'] + planned['no_residual']} anchor runs"
-            f" (AttnOnly and NoResidual).")
-    if absent:
-        text += (f" {len(absent)} {plural('run', len(absent))} {'is' if len(absent) == 1 else 'are'} still to come"
-                 " (listed at the end of the page); every number below is read from the runs recorded.")
-    return text
+    ffn, anchors = int(have.get("ffn_only", 0)), sum(int(have.get(v, 0)) for v in ("attn_only", "no_residual"))
+    if not absent:
+        return (f"Every run of the study is recorded: {ffn} FFNOnly {plural('seed', ffn)} and {anchors} anchor "
+                f"{plural('run', anchors)} (AttnOnly and NoResidual).")
+    return (f"Recorded so far: {ffn} of {planned['ffn_only']} FFNOnly seeds and {anchors} of "
+            f"{planned['attn_only'] + planned['no_residual']} anchor runs (AttnOnly and NoResidual). {len(absent)} "
+            f"{plural('run', len(absent))} {'is' if len(absent) == 1 else 'are'} still to come (listed at the end of the"
+            " page); every number below is read from the runs recorded.")
 
 
 def _counts(decision: dict) -> str:

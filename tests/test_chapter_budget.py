@@ -256,13 +256,13 @@ def test_the_introductions_summary_names_the_readings_in_plain_words_and_where_e
     now = chapter.summary_text(budget.decide(_times([4000] * 2 + [None] * 9)), 16)
     assert now == ("So far, 2 of its 11 FFNOnly seeds have left the floor for good and 9 have ended on it. The "
                    "reading that FFNOnly learns, only late (at least 9 of 16 seeds leave the floor and end below a "
-                   "bigram model's loss) can no longer be reached and the reading that its collapse is structural at "
+                   "bigram model's loss) can no longer be reached and the reading that FFNOnly's collapse is structural at "
                    "this budget (at least 13 of 16 seeds end on the floor, and none leaves it after step 15,000) is "
                    "still open.")
     assert "within the line" not in now and "bigram reference" not in now  # the chapter's terms stay in the chapter
     done = chapter.summary_text(budget.decide(_times([None] * 16)), 16)
     assert done.startswith("In all, 0 of its 16") and done.endswith(
-        "reads that its collapse is structural at this budget (at least 13 of 16 seeds end on the floor, and none leaves"
+        "reads that FFNOnly's collapse is structural at this budget (at least 13 of 16 seeds end on the floor, and none leaves"
         " it after step 15,000).")
     assert chapter.summary_text(budget.decide(_times([8750])), 16).startswith(
         "Its one FFNOnly seed recorded so far has left the floor for good.")

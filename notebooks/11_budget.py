@@ -88,10 +88,11 @@ Markdown(text)
 if len(times):
     steps = int(records.steps.max())
     line = chapter.km_line(planned, ffn_runs)
+    km = budget.kaplan_meier(times)
     plots.show(
-        plots.survival(budget.kaplan_meier(times), steps, budget.FLAT_AFTER, line),
+        plots.survival(km, steps, budget.FLAT_AFTER, line),
         "fig-budget-survival",
-        chapter.km_caption(line, planned),
+        chapter.km_caption(line, planned, km.on_floor.iloc[-1]),
         chapter.km_alt(line),
     )
 
@@ -101,13 +102,15 @@ if len(times):  # each run's best loss beside its escape time: how deep it went
     times = times.merge(records[["key", "best_val_loss"]], on="key", how="left")
 table(
     chapter.escape_table(times, attn.mean() if len(attn) else float("nan")),
-    caption="Every FFNOnly run of the study (nats)",
+    caption="Every FFNOnly run of the study (nats; a dash: the run ends within the line)",
 )
 
 # %%
-# Runs that crossed the line and came back, which the rule does not count as leaving the floor
-found = dips.returns(times, budget.LINE) if len(times) else None
-Markdown(dips.returns_text(found, len(times), budget.LINE))
+# Runs that crossed the line and came back, which the rule does not count as leaving the floor,
+# and how far the NoResidual anchor, which does not learn, dips on the same batches
+found = dips.returns(records, budget.LINE) if len(records) else None
+said = dips.returns_text(found, len(times), budget.LINE)
+Markdown(f"{said} {dips.anchor_text(found, budget.LINE)}")
 
 # %% [markdown]
 # ## The anchors

@@ -55,7 +55,7 @@ def test_the_decision_is_provisional_until_every_seed_is_recorded():
                     " with the other 15.")
     two = chapter.decision_text(budget.decide(_times([8750, None])), 16)  # each verb agrees with its count
     assert two.startswith("1 of 2 FFNOnly seeds leaves the floor (it ends below the bigram reference), "
-                          "1 ends within the line, and none leaves it after step 15,000.")
+                          "1 ends within the line, and none leaves the floor after step 15,000.")
     none = chapter.decision_text(budget.decide(_times([None, None])), 16)
     assert none.startswith("None of the 2 FFNOnly seeds recorded leaves the floor: both end within the line.")
     mixed = chapter.decision_text(budget.decide(_times([4000, 4000, 16000], finals=[2.0, 2.9, 2.0])), 16)
@@ -88,10 +88,16 @@ def test_the_decision_is_provisional_until_every_seed_is_recorded():
         "The pre-registered reading: *speed*, the asymmetry is about speed: FFNOnly learns, late.")
     structural = budget.decide(_times([3000] * 2 + [None] * 14))
     assert chapter.decision_text(structural, 16).endswith(  # the seeds that learned are not lost in the reading
-        "*structural*, the collapse is structural at this budget. It is a reading of most seeds, not every one: 2 of "
-        "the 16 leave the floor within the budget.")
+        "*structural*, the collapse is structural at this budget. It holds with 1 seed to spare: 2 more seeds leaving "
+        "the floor would have made it *undecided*. The reading is of most seeds, not every one: 2 of the 16 leave the "
+        "floor within the budget (12%; 95% interval 2% to 38%).")
+    edge = chapter.decision_text(budget.decide(_times([3000] * 3 + [None] * 13)), 16)
+    assert "It holds with no seed to spare: 13 within the line is the fewest the rule accepts, and one more" in edge
+    one = chapter.decision_text(budget.decide(_times([3000] + [None] * 15)), 16)
+    assert "1 of the 16 leaves the floor within the budget" in one
     none_left = chapter.decision_text(budget.decide(_times([None] * 16)), 16)
-    assert none_left.endswith("*structural*, the collapse is structural at this budget.")
+    assert none_left.endswith("*structural*, the collapse is structural at this budget. It holds with 3 seeds to spare: "
+                              "4 more seeds leaving the floor would have made it *undecided*.")
     assert chapter.decision_text({"runs": 0}, 16).startswith("No FFNOnly run")
 
 
@@ -116,7 +122,7 @@ def test_a_plan_smaller_than_the_rules_counts_is_said_never_to_reach_a_reading_n
 
 def test_the_rule_text_is_written_from_the_studys_constants():
     text = chapter.rule_text()
-    assert f"at least {budget.MOST} leave the floor" in text and f"at least {budget.STAY} of the 16 (81.2%)" in text
+    assert f"at least {budget.MOST} leave the floor" in text and f"at least {budget.STAY} of the 16 (81%)" in text
     assert f"after step {budget.FLAT_AFTER:,}" in text and f"more than {budget.LINE:g} nats below" in text
 
 
@@ -245,6 +251,9 @@ def test_the_share_the_structural_reading_needs_is_drawn_only_against_the_whole_
     assert "is drawn once all 16 seeds are recorded" in chapter.km_caption(None, 16)
     assert "cannot be reached with the 3 seeds this profile plans" in chapter.km_caption(None, 3)
     assert chapter.km_caption(13 / 16, 16) == chapter.KM_CAPTION and "dashed" not in chapter.km_alt(None)
+    assert chapter.km_caption(13 / 16, 16, 13 / 16).endswith("The curve ends on the dashed line: the reading holds with "
+                                                             "no seed to spare.")
+    assert chapter.km_caption(13 / 16, 16, 14 / 16) == chapter.KM_CAPTION
     km = pd.DataFrame({"step": [0, 8_750], "on_floor": [1.0, 0.5]})
     for line, dashed in ((None, 0), (0.8, 1)):
         fig = plots.survival(km, 20_000, 15_000, line)
@@ -261,9 +270,11 @@ def test_the_introductions_summary_names_the_readings_in_plain_words_and_where_e
                    "still open.")
     assert "within the line" not in now and "bigram reference" not in now  # the chapter's terms stay in the chapter
     done = chapter.summary_text(budget.decide(_times([None] * 16)), 16)
-    assert done.startswith("In all, 0 of its 16") and done.endswith(
+    assert done.startswith("In all, none of its 16 FFNOnly seeds has left the floor for good. The rule") and done.endswith(
         "reads that FFNOnly's collapse is structural at this budget (at least 13 of 16 seeds end on the floor, and none leaves"
-        " it after step 15,000).")
+        " it after step 15,000). It holds with 3 seeds to spare.")
+    edge = chapter.summary_text(budget.decide(_times([3000] * 3 + [None] * 13)), 16)
+    assert edge.startswith("In all, 3 of its 16 FFNOnly seeds have left") and edge.endswith("with no seed to spare.")
     assert chapter.summary_text(budget.decide(_times([8750])), 16).startswith(
         "Its one FFNOnly seed recorded so far has left the floor for good.")
     assert chapter.summary_text(budget.decide(_times([None] * 3)), 3).endswith(
@@ -293,6 +304,8 @@ def test_the_question_and_why_seeds_differ_are_read_from_the_committed_records()
     assert "seeds 42 and 123 leave the floor at `cpu` and not here" in carry  # both on record at both profiles
     assert "within `cpu`'s" not in carry  # seeds 8 and 1337 leave it here only after step 2,000, cpu's last
     assert "seed 8 leaves it here within `cpu-long`'s 6,000 steps and not at `cpu-long`" in carry
+    # both leave, but at cpu-long within its 6,000 steps and here only after them: a difference too
+    assert "seed 1337 leaves it at `cpu-long` at step 4,300 and here only at step 8,750" in carry
     assert carry.endswith("it does not say what the stand-in's decaying one would do over a longer run.")
     alone = chapter.carry_over_text(every[every.profile != "cpu-long"], "cpu", times)  # no longer schedule recorded
     assert "cpu-long" not in alone

@@ -24,21 +24,30 @@ def test_a_stretch_below_the_line_that_comes_back_is_a_dip_and_one_that_reaches_
     assert dips.dips(STEPS, [3.34, 3.285, 3.34, 3.34, 3.34, 3.34], FLOOR, LINE) == []  # exactly on the line
 
 
-def test_returns_reads_each_runs_curve_and_keeps_only_runs_that_dipped(monkeypatch):
-    curves = {"a": [3.34, 3.2, 3.34, 3.34, 3.34, 3.336], "b": [3.34] * 6, "c": [3.34, 3.2, 3.34, 3.0, 2.5, 2.2]}
+def test_returns_reads_each_runs_curve_against_its_floor_and_keeps_only_runs_that_dipped(monkeypatch):
+    curves = {"a": [3.34, 3.2, 3.34, 3.34, 3.34, 3.336], "b": [3.34] * 6, "c": [3.34, 3.2, 3.34, 3.0, 2.5, 2.2],
+              "d": [3.34, 3.27, 3.34, 3.34, 3.34, 3.34]}
     monkeypatch.setattr(dips, "read_record", lambda path: {"curves": {"val": {"step": STEPS, "loss": curves[path]}}})
-    finals = {"a": 3.336, "b": 3.34, "c": 2.2}
-    times = pd.DataFrame({"seed": [12, 3, 10], "path": ["a", "b", "c"], "escaped": [False, False, True],
-                          "escape_step": [None, None, 750], "final_val_loss": [finals[p] for p in "abc"],
-                          "below_floor": [FLOOR - finals[p] for p in "abc"]})
-    found = dips.returns(times, LINE)
-    assert list(found.seed) == [10, 12]  # seed order; seed 3 never crossed the line
+    frame = pd.DataFrame({"variant": ["ffn_only", "ffn_only", "ffn_only", "no_residual"], "seed": [12, 3, 10, 1337],
+                          "path": list("abcd"), "eval_floor": FLOOR, "final_val_loss": [curves[p][-1] for p in "abcd"]})
+    found = dips.returns(frame, LINE)
+    assert list(zip(found.variant, found.seed)) == [("ffn_only", 10), ("ffn_only", 12), ("no_residual", 1337)]
+    assert list(found.escaped) == [True, False, False] and found.escape_step.iloc[0] == 750  # as escape_step reads it
     assert found.set_index("seed").dips[12] == [{"first": 250, "last": 250, "deepest": pytest.approx(0.135), "at": 250}]
+    assert found.set_index("seed").below_floor[12] == pytest.approx(-0.001)
+
+
+def test_evaluations_without_a_finite_loss_neither_extend_nor_end_a_dip():
+    nan = float("nan")
+    assert dips.dips(STEPS, [3.34, 3.2, nan, 3.1, 3.34, 3.34], FLOOR, LINE) == [
+        {"first": 250, "last": 750, "deepest": pytest.approx(0.235), "at": 750}]
+    assert dips.dips(STEPS, [3.34, 3.2, 3.1, 3.0, nan, nan], FLOOR, LINE) == []  # below to its last finite loss
+    assert dips.dips(STEPS, [nan] * 6, FLOOR, LINE) == []
 
 
 def _found(*rows) -> pd.DataFrame:
-    return pd.DataFrame([{"seed": s, "escaped": e is not None, "escape_step": e, "below_floor": b, "dips": d}
-                         for s, e, b, d in rows], columns=["seed", "escaped", "escape_step", "below_floor", "dips"])
+    return pd.DataFrame([{"variant": v, "seed": s, "escaped": e is not None, "escape_step": e, "below_floor": b,
+                          "dips": d} for v, s, e, b, d in rows], columns=dips.COLUMNS)
 
 
 DEEP = {"first": 2000, "last": 3500, "deepest": 0.199, "at": 3000}
@@ -46,23 +55,44 @@ SHALLOW = {"first": 3000, "last": 3000, "deepest": 0.053, "at": 3000}
 
 
 def test_a_run_that_came_back_is_said_to_count_as_within_the_line():
-    text = dips.returns_text(_found((12, None, -0.0014, [DEEP])), 15, LINE)
-    assert text.startswith("Seed 12 went more than 0.05 nats below the floor from step 2,000 to 3,500 (0.199 below at its "
-                           "deepest, at step 3,000) and came back, ending 0.001 above the floor. The rule counts it as "
-                           "within the line")
-    on = dips.returns_text(_found((12, None, 0.0002, [DEEP]), (5, None, 0.01, [SHALLOW])), 15, LINE)
-    assert "ending on the floor" in on and "ending 0.010 below the floor" in on and "The rule counts them" in on
+    text = dips.returns_text(_found(("ffn_only", 12, None, -0.0014, [DEEP])), 15, LINE)
+    assert text == ("Seed 12 went more than 0.05 nats below the floor from step 2,000 to 3,500 (0.199 below at its "
+                    "deepest, at step 3,000) and came back, ending 0.001 above the floor. The rule counts it as within "
+                    "the line: a run leaves the floor only at the first evaluation from which it stays below the line "
+                    "to the end.")
+    on = dips.returns_text(_found(("ffn_only", 12, None, 0.0002, [DEEP]), ("ffn_only", 5, None, 0.01, [SHALLOW, DEEP])),
+                           15, LINE)
+    assert "ending on the floor" in on and "The rule counts them" in on
+    assert ("Seed 5 went more than 0.05 nats below the floor twice: at step 3,000 (0.053 below at its deepest, at step "
+            "3,000) and from step 2,000 to 3,500") in on and "coming back each time, ending 0.010 below the floor." in on
+    lost = dips.returns_text(_found(("ffn_only", 7, None, float("nan"), [DEEP])), 15, LINE)
+    assert "ending with no finite final loss" in lost and "nan" not in lost
 
 
 def test_runs_that_dipped_on_their_way_off_the_floor_are_told_apart():
-    text = dips.returns_text(_found((10, 4000, 1.34, [SHALLOW]), (1337, 8750, 1.26, [SHALLOW, DEEP])), 15, LINE)
-    assert text.startswith("Seeds 10 and 1337 crossed the line and came back on their way off the floor: seed 10 at step "
-                           "3,000 (0.053 below at its deepest, at step 3,000), before leaving it for good at step 4,000;")
-    assert "and from step 2,000 to 3,500" in text and "counts" not in text  # the rule's reading is not at stake
-    one = dips.returns_text(_found((12, None, 0.0, [DEEP]), (10, 4000, 1.34, [SHALLOW])), 15, LINE)
-    assert "Seed 10 also crossed the line and came back on its way off the floor: at step 3,000" in one
+    text = dips.returns_text(_found(("ffn_only", 10, 4000, 1.34, [SHALLOW]), ("ffn_only", 1337, 8750, 1.26, [SHALLOW, DEEP])),
+                             15, LINE)
+    assert text.startswith("Seeds 10 and 1337 went below the line on their way off the floor: seed 10 at step 3,000 (0.053 "
+                           "below at its deepest, at step 3,000) and came back, before leaving the floor for good at step "
+                           "4,000; seed 1337 twice:")
+    assert text.endswith("coming back each time, before leaving the floor for good at step 8,750.")
+    assert "counts" not in text  # the rule's reading is not at stake
+    one = dips.returns_text(_found(("ffn_only", 12, None, 0.0, [DEEP]), ("ffn_only", 10, 4000, 1.34, [SHALLOW])), 15, LINE)
+    assert "Seed 10 also went below the line on its way off the floor: at step 3,000" in one
+
+
+def test_the_anchors_dips_are_said_apart_from_the_variant_read():
+    found = _found(("no_residual", 1337, None, 0.0, [SHALLOW]), ("ffn_only", 12, None, 0.0, [DEEP]))
+    assert dips.returns_text(found, 15, LINE).startswith("Seed 12 went")  # FFNOnly's only
+    assert dips.anchor_text(found, LINE) == (
+        "The NoResidual anchor, which stays on the floor, crossed the line too. Seed 1337 went below it at step 3,000 "
+        "(0.053 below at its deepest, at step 3,000) and came back. A dip down to 0.053 below the floor happens on these "
+        "batches without learning.")
+    assert dips.anchor_text(found[found.variant == "ffn_only"], LINE) == ""
 
 
 def test_no_dips_and_no_runs():
-    assert dips.returns_text(_found(), 15, LINE).startswith("No FFNOnly run went more than 0.05 nats below the floor")
+    assert dips.returns_text(_found(), 15, LINE) == "No FFNOnly run crossed the line and came back."
+    assert dips.returns_text(None, 15, LINE) == "No FFNOnly run crossed the line and came back."
     assert dips.returns_text(_found(), 0, LINE) == ""
+    assert dips.anchor_text(None, LINE) == ""

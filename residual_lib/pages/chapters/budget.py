@@ -11,7 +11,7 @@ import pandas as pd
 
 from ...core.text import listing
 from ...run.profiles import get_profile
-from ...study import budget
+from ...study import budget, escapes
 from ..scorecard import preregistration
 from ..tables import missing_runs, plural  # noqa: F401 (missing_runs: the notebook's)
 from .budget_context import carry_over_text, question_text, token_count  # noqa: F401 (the notebook's: the chapter's context)
@@ -117,7 +117,7 @@ def rule_text() -> str:
     return (f"A run *leaves the floor* at the first evaluation from which its validation loss stays more than "
             f"{budget.LINE:g} nats below the floor of its evaluation batches to the end; a run that never does is "
             f"censored at its last step. Over the {n} FFNOnly seeds: if at least {budget.MOST} leave the floor and "
-            f"end below the bigram reference, {READINGS['speed']}; if at least {budget.STAY} of the {n} ({budget.STAY / n:.1%}) "
+            f"end below the bigram reference, {READINGS['speed']}; if at least {budget.STAY} of the {n} ({budget.STAY / n:.0%}) "
             f"end within the line and none leaves the floor after step {budget.FLAT_AFTER:,}, "
             f"{READINGS['structural']}; otherwise neither.")
 
@@ -139,14 +139,15 @@ def escape_table(times: pd.DataFrame, attn_mean: float) -> pd.DataFrame:
 
 
 def anchor_table(records: pd.DataFrame) -> pd.DataFrame:
-    """The anchors (AttnOnly, NoResidual) and FFNOnly: seeds, mean, lowest and highest final loss."""
+    """The anchors (AttnOnly, NoResidual) and FFNOnly: seeds, mean, median, lowest and highest final loss (FFNOnly's
+    seeds split between the floor and far below it, so its mean is near none of them: the median says which is more)."""
     rows = []
     for variant in ("attn_only", "ffn_only", "no_residual"):
         loss = records.loc[records.variant == variant, "final_val_loss"]
         if len(loss):
-            rows.append({"variant": variant, "seeds": len(loss), "mean": loss.mean(), "lowest": loss.min(),
-                         "highest": loss.max()})
-    return pd.DataFrame(rows, columns=["variant", "seeds", "mean", "lowest", "highest"]).set_index("variant")
+            rows.append({"variant": variant, "seeds": len(loss), "mean": loss.mean(), "median": loss.median(),
+                         "lowest": loss.min(), "highest": loss.max()})
+    return pd.DataFrame(rows, columns=["variant", "seeds", "mean", "median", "lowest", "highest"]).set_index("variant")
 
 
 def progress_text(records: pd.DataFrame, absent: list) -> str:
@@ -182,7 +183,7 @@ def _counts(decision: dict) -> str:
     return (f"{escaped} of {n} FFNOnly seeds {'leaves' if escaped == 1 else 'leave'} the floor ({ending}), "
             f"{within} {'ends' if within == 1 else 'end'} within the line, and "
             + (f"{late} {'leaves' if late == 1 else 'leave'} the floor after step {budget.FLAT_AFTER:,}." if late
-               else f"none leaves it after step {budget.FLAT_AFTER:,}."))
+               else f"none leaves the floor after step {budget.FLAT_AFTER:,}."))
 
 
 #: How many seeds each reading needs, and what of.
@@ -199,6 +200,26 @@ def prospects(decision: dict, planned: int) -> dict[str, str]:
            "structural": decision["within_line"] + left >= budget.STAY and not decision["late_escapes"]}
     return {name: "never" if planned < NEEDS[name][0] else "reached" if decision["outcome"] == name
             else "open" if can[name] else "lost" for name in NEEDS}
+
+
+def _spare(decision: dict) -> str:
+    spare = decision["within_line"] - budget.STAY
+    return "with no seed to spare" if spare <= 0 else f"with {spare} {plural('seed', spare)} to spare"
+
+
+def margin(decision: dict) -> str:
+    """What a final *structural* reading (``decision``) rests on: how many more escapes would have undone it, and
+    the share of seeds that left the floor anyway, with its exact 95% interval."""
+    n, escaped, spare = decision["runs"], decision["escaped"], decision["within_line"] - budget.STAY
+    edge = (f" It holds {_spare(decision)}: {decision['within_line']} within the line is the fewest the rule accepts, "
+            "and one more seed leaving the floor" if spare <= 0 else
+            f" It holds {_spare(decision)}: {spare + 1} more seeds leaving the floor") + " would have made it *undecided*."
+    if not escaped:
+        return edge
+    rate = escapes.escape_rate(escaped, n)
+    return (f"{edge} The reading is of most seeds, not every one: {escaped} of the {n} "
+            f"{'leaves' if escaped == 1 else 'leave'} the floor within the budget ({rate['rate']:.0%}; 95% interval "
+            f"{rate['low']:.0%} to {rate['high']:.0%}).")
 
 
 def decision_text(decision: dict, planned: int) -> str:
@@ -220,8 +241,7 @@ def decision_text(decision: dict, planned: int) -> str:
         counts += f" ({short}.)"
     if left <= 0:
         registered = "The pre-registered reading" if planned == len(budget.BUDGET_SEEDS) else "The rule's reading"
-        most = (f" It is a reading of most seeds, not every one: {decision['escaped']} of the {n} leave the floor within"
-                " the budget.") if decision["outcome"] == "structural" and decision["escaped"] else ""
+        most = margin(decision) if decision["outcome"] == "structural" else ""
         return f"{counts} {registered}: *{decision['outcome']}*, {reading}.{most}"
     recorded, other = f"With {n} of the {planned} seeds recorded", "the one still to come" if left == 1 else f"the other {left}"
     if decision["outcome"] == "speed":  # escapes recorded stay recorded
@@ -256,6 +276,8 @@ def summary_text(decision: dict, planned: int) -> str:
     escaped, within = decision["escaped"], decision["within_line"]
     if n == 1:
         text = f"Its one FFNOnly seed recorded so far {'has left' if escaped else 'has not left'} the floor for good."
+    elif not escaped:
+        text = f"{'So far,' if n < planned else 'In all,'} none of its {n} FFNOnly seeds has left the floor for good."
     else:
         text = (f"{'So far,' if n < planned else 'In all,'} {escaped} of its {n} FFNOnly seeds "
                 f"{'has' if escaped == 1 else 'have'} left the floor for good and {within} "
@@ -264,7 +286,8 @@ def summary_text(decision: dict, planned: int) -> str:
     if all(v == "never" for v in standing.values()):
         return text + f" Neither reading can be reached with the {planned} seeds this profile plans."
     if n >= planned or standing["speed"] == "reached":
-        return text + f" The rule fixed before the runs reads {PLAIN.get(decision['outcome'], 'neither way')}."
+        held = f" It holds {_spare(decision)}." if decision["outcome"] == "structural" else ""
+        return text + f" The rule fixed before the runs reads {PLAIN.get(decision['outcome'], 'neither way')}.{held}"
     if standing["structural"] == "reached":
         return text + f" The rule reads {PLAIN['structural']} so far; a late escape among the other seeds would undo it."
     said = {"open": "is still open", "lost": "can no longer be reached", "never": "cannot be reached at this profile"}
@@ -289,10 +312,12 @@ def km_line(planned: int, recorded: int) -> float | None:
     return budget.STAY / planned if recorded >= planned >= budget.STAY else None
 
 
-def km_caption(line: float | None, planned: int) -> str:
-    """:data:`KM_CAPTION`, saying why the needed share is not drawn where :func:`km_line` leaves it out."""
+def km_caption(line: float | None, planned: int, ends: float | None = None) -> str:
+    """:data:`KM_CAPTION`, saying why the needed share is not drawn where :func:`km_line` leaves it out, and
+    where the curve ends (``ends``, its last share) on the needed share, which it then hides."""
     if line is not None:
-        return KM_CAPTION
+        on = ends is not None and abs(ends - line) < 1e-9
+        return KM_CAPTION + (" The curve ends on the dashed line: the reading holds with no seed to spare." if on else "")
     why = (f"is drawn once all {planned} seeds are recorded: until then the curve is a share of the runs recorded"
            if planned >= budget.STAY else f"cannot be reached with the {planned} seeds this profile plans")
     return KM_CAPTION.replace("; dashed, the share on the floor that reading needs.",

@@ -95,10 +95,15 @@ def carry_over_text(every_run: pd.DataFrame, profile: str, times: pd.DataFrame) 
         runs, steps = _ffn_escapes(every_run, other), get_profile(other).max_iters
         there = {s: e for s, e in zip(runs.seed, runs.escaped) if s in here}
         left = sorted(s for s, e in there.items() if e and not here[s][0])
+        later = sorted(s for s, e in there.items() if e and here[s][0] and here[s][1] > steps)  # beyond the other's end
+        at = dict(zip(runs.seed, runs.escape_step))
         came = sorted(s for s, e in there.items() if not e and here[s][0] and here[s][1] <= steps)
         differ += [f"{plural('seed', len(left))} {listing(left)} {'leaves' if len(left) == 1 else 'leave'} the floor at `{other}` and not here"] if left else []
         differ += [f"{plural('seed', len(came))} {listing(came)} {'leaves' if len(came) == 1 else 'leave'} it here within `{other}`'s "
                    f"{steps:,} steps and not at `{other}`"] if came else []
+        differ += [f"{plural('seed', len(later))} {listing(later)} {'leaves' if len(later) == 1 else 'leave'} it at `{other}` at "
+                   f"{plural('step', len(later))} {listing(f'{int(at[x]):,}' for x in later)} and here only at "
+                   f"{plural('step', len(later))} {listing(f'{int(here[x][1]):,}' for x in later)}"] if later else []
     if differ:
         text += " Which seeds leave the floor changes with it: " + "; ".join(differ) + "."
     return text + (" So the study answers its question at a constant learning rate; it does not say what the stand-in's"

@@ -110,7 +110,7 @@ table(
 # and how far the NoResidual anchor, which does not learn, dips on the same batches
 found = dips.returns(records, budget.LINE) if len(records) else None
 said = dips.returns_text(found, len(times), budget.LINE)
-Markdown(f"{said} {dips.anchor_text(found, budget.LINE)}")
+Markdown(f"{said}\n\n{dips.anchor_text(found, budget.LINE)}")
 
 # %% [markdown]
 # ## The anchors

@@ -107,7 +107,7 @@ table(
 
 # %%
 # Runs that crossed the line and came back, which the rule does not count as leaving the floor,
-# and how far the NoResidual anchor, which does not learn, dips on the same batches
+# and how far the NoResidual anchor, which ends on the floor, dips on the same batches
 found = dips.returns(records, budget.LINE) if len(records) else None
 said = dips.returns_text(found, len(times), budget.LINE)
 Markdown(f"{said}\n\n{dips.anchor_text(found, budget.LINE)}")
@@ -118,6 +118,7 @@ Markdown(f"{said}\n\n{dips.anchor_text(found, budget.LINE)}")
 # %%
 table(
     chapter.anchor_table(records),
+    headers={"mean": "mean"},  # the caption gives the unit
     index="variant",
     caption="Final validation loss (nats)",
 )

@@ -89,15 +89,17 @@ def test_the_decision_is_provisional_until_every_seed_is_recorded():
     structural = budget.decide(_times([3000] * 2 + [None] * 14))
     assert chapter.decision_text(structural, 16).endswith(  # the seeds that learned are not lost in the reading
         "*structural*, the collapse is structural at this budget. It holds with 1 seed to spare: 2 more seeds leaving "
-        "the floor would have made it *undecided*. The reading is of most seeds, not every one: 2 of the 16 leave the "
-        "floor within the budget (12%; 95% interval 2% to 38%).")
+        "the floor by step 15,000, or any one after it, would have undone it. The reading is of most seeds, not every "
+        "one: the share that left the floor is 12% (95% interval 2% to 38%).")
     edge = chapter.decision_text(budget.decide(_times([3000] * 3 + [None] * 13)), 16)
-    assert "It holds with no seed to spare: 13 within the line is the fewest the rule accepts, and one more" in edge
-    one = chapter.decision_text(budget.decide(_times([3000] + [None] * 15)), 16)
-    assert "1 of the 16 leaves the floor within the budget" in one
+    assert ("It holds with no seed to spare: 13 seeds within the line are the fewest the rule accepts, and one more "
+            "seed leaving the floor would have undone it.") in edge
     none_left = chapter.decision_text(budget.decide(_times([None] * 16)), 16)
     assert none_left.endswith("*structural*, the collapse is structural at this budget. It holds with 3 seeds to spare: "
-                              "4 more seeds leaving the floor would have made it *undecided*.")
+                              "4 more seeds leaving the floor by step 15,000, or any one after it, would have undone it.")
+    for escaped in ([3000] * 4 + [None] * 12, [16000] + [None] * 15):  # what the margin says undoes it does undo it
+        assert budget.decide(_times(escaped))["outcome"] == "undecided"
+    assert chapter.margin(budget.decide(_times([3000] * 4 + [None] * 12))) == ""  # only a structural reading has one
     assert chapter.decision_text({"runs": 0}, 16).startswith("No FFNOnly run")
 
 
@@ -251,8 +253,8 @@ def test_the_share_the_structural_reading_needs_is_drawn_only_against_the_whole_
     assert "is drawn once all 16 seeds are recorded" in chapter.km_caption(None, 16)
     assert "cannot be reached with the 3 seeds this profile plans" in chapter.km_caption(None, 3)
     assert chapter.km_caption(13 / 16, 16) == chapter.KM_CAPTION and "dashed" not in chapter.km_alt(None)
-    assert chapter.km_caption(13 / 16, 16, 13 / 16).endswith("The curve ends on the dashed line: the reading holds with "
-                                                             "no seed to spare.")
+    assert chapter.km_caption(13 / 16, 16, 13 / 16).endswith("The curve ends on the dashed line, which it hides from "
+                                                             "there on.")
     assert chapter.km_caption(13 / 16, 16, 14 / 16) == chapter.KM_CAPTION
     km = pd.DataFrame({"step": [0, 8_750], "on_floor": [1.0, 0.5]})
     for line, dashed in ((None, 0), (0.8, 1)):
@@ -272,9 +274,10 @@ def test_the_introductions_summary_names_the_readings_in_plain_words_and_where_e
     done = chapter.summary_text(budget.decide(_times([None] * 16)), 16)
     assert done.startswith("In all, none of its 16 FFNOnly seeds has left the floor for good. The rule") and done.endswith(
         "reads that FFNOnly's collapse is structural at this budget (at least 13 of 16 seeds end on the floor, and none leaves"
-        " it after step 15,000). It holds with 3 seeds to spare.")
+        " it after step 15,000). That reading holds with 3 seeds to spare.")
     edge = chapter.summary_text(budget.decide(_times([3000] * 3 + [None] * 13)), 16)
-    assert edge.startswith("In all, 3 of its 16 FFNOnly seeds have left") and edge.endswith("with no seed to spare.")
+    assert edge.startswith("In all, 3 of its 16 FFNOnly seeds have left") and edge.endswith(
+        "That reading holds with no seed to spare: one more seed leaving the floor would have undone it.")
     assert chapter.summary_text(budget.decide(_times([8750])), 16).startswith(
         "Its one FFNOnly seed recorded so far has left the floor for good.")
     assert chapter.summary_text(budget.decide(_times([None] * 3)), 3).endswith(
@@ -312,3 +315,13 @@ def test_the_question_and_why_seeds_differ_are_read_from_the_committed_records()
     assert chapter.carry_over_text(every, "cpu", times.iloc[:0]) == ""
     reference = chapter.reference_text(every[every.profile == "cpu-budget"])
     assert "the floor is 3.335 nats" in reference and "the bigram reference 2.475" in reference
+
+
+def test_the_anchor_table_gives_each_variants_median_beside_its_mean():
+    records = pd.DataFrame({"variant": ["ffn_only"] * 3 + ["attn_only", "no_residual"],
+                            "final_val_loss": [2.0, 3.335, 3.336, 1.55, 3.335]})
+    anchors = chapter.anchor_table(records)
+    assert list(anchors.index) == ["attn_only", "ffn_only", "no_residual"]
+    assert anchors.loc["ffn_only", "mean"] == pytest.approx(2.8903, abs=1e-4)  # between the two groups, near neither
+    assert anchors.loc["ffn_only", "median"] == pytest.approx(3.335)
+    assert anchors.loc["ffn_only", ["seeds", "lowest", "highest"]].tolist() == [3, 2.0, 3.336]

@@ -209,17 +209,20 @@ def _spare(decision: dict) -> str:
 
 def margin(decision: dict) -> str:
     """What a final *structural* reading (``decision``) rests on: how many more escapes would have undone it, and
-    the share of seeds that left the floor anyway, with its exact 95% interval."""
-    n, escaped, spare = decision["runs"], decision["escaped"], decision["within_line"] - budget.STAY
-    edge = (f" It holds {_spare(decision)}: {decision['within_line']} within the line is the fewest the rule accepts, "
-            "and one more seed leaving the floor" if spare <= 0 else
-            f" It holds {_spare(decision)}: {spare + 1} more seeds leaving the floor") + " would have made it *undecided*."
+    the share of seeds that left the floor anyway, with its exact 95% interval ("" for any other reading)."""
+    if decision.get("outcome") != "structural":
+        return ""
+    n, escaped, within = decision["runs"], decision["escaped"], decision["within_line"]
+    spare = within - budget.STAY
+    edge = (f" It holds {_spare(decision)}: {within} seeds within the line are the fewest the rule accepts, and one "
+            "more seed leaving the floor would have undone it." if spare <= 0 else
+            f" It holds {_spare(decision)}: {spare + 1} more seeds leaving the floor by step {budget.FLAT_AFTER:,}, or"
+            " any one after it, would have undone it.")
     if not escaped:
         return edge
     rate = escapes.escape_rate(escaped, n)
-    return (f"{edge} The reading is of most seeds, not every one: {escaped} of the {n} "
-            f"{'leaves' if escaped == 1 else 'leave'} the floor within the budget ({rate['rate']:.0%}; 95% interval "
-            f"{rate['low']:.0%} to {rate['high']:.0%}).")
+    return (f"{edge} The reading is of most seeds, not every one: the share that left the floor is {rate['rate']:.0%}"
+            f" (95% interval {rate['low']:.0%} to {rate['high']:.0%}).")
 
 
 def decision_text(decision: dict, planned: int) -> str:
@@ -241,7 +244,7 @@ def decision_text(decision: dict, planned: int) -> str:
         counts += f" ({short}.)"
     if left <= 0:
         registered = "The pre-registered reading" if planned == len(budget.BUDGET_SEEDS) else "The rule's reading"
-        most = margin(decision) if decision["outcome"] == "structural" else ""
+        most = margin(decision)
         return f"{counts} {registered}: *{decision['outcome']}*, {reading}.{most}"
     recorded, other = f"With {n} of the {planned} seeds recorded", "the one still to come" if left == 1 else f"the other {left}"
     if decision["outcome"] == "speed":  # escapes recorded stay recorded
@@ -286,7 +289,8 @@ def summary_text(decision: dict, planned: int) -> str:
     if all(v == "never" for v in standing.values()):
         return text + f" Neither reading can be reached with the {planned} seeds this profile plans."
     if n >= planned or standing["speed"] == "reached":
-        held = f" It holds {_spare(decision)}." if decision["outcome"] == "structural" else ""
+        held = (f" That reading holds {_spare(decision)}" + (": one more seed leaving the floor would have undone it."
+                if decision["within_line"] <= budget.STAY else ".")) if decision["outcome"] == "structural" else ""
         return text + f" The rule fixed before the runs reads {PLAIN.get(decision['outcome'], 'neither way')}.{held}"
     if standing["structural"] == "reached":
         return text + f" The rule reads {PLAIN['structural']} so far; a late escape among the other seeds would undo it."
@@ -297,7 +301,8 @@ def summary_text(decision: dict, planned: int) -> str:
 #: The captions and alt texts of the chapter's figures.
 CURVES_CAPTION = ("Validation loss on the fixed batches of every run of the budget study: FFNOnly's seeds thin, the"
                   " AttnOnly and NoResidual anchors thicker. Dashed, the floor of the evaluation batches; dotted, the"
-                  " line a run must stay below to have left it; dash-dotted, the bigram reference.")
+                  " line a run must stay below to have left it; dash-dotted, the bigram reference. The NoResidual"
+                  " anchors and the FFNOnly seeds that stay on the floor run along the dashed line, under it.")
 CURVES_ALT = ("Line chart of validation loss in nats against training step for FFNOnly's seeds and the AttnOnly and"
               " NoResidual anchors, with horizontal lines for the floor, the escape line and the bigram reference.")
 KM_CAPTION = ("The Kaplan–Meier estimate of the share of FFNOnly's seeds still on the floor at each step (runs that"
@@ -317,7 +322,7 @@ def km_caption(line: float | None, planned: int, ends: float | None = None) -> s
     where the curve ends (``ends``, its last share) on the needed share, which it then hides."""
     if line is not None:
         on = ends is not None and abs(ends - line) < 1e-9
-        return KM_CAPTION + (" The curve ends on the dashed line: the reading holds with no seed to spare." if on else "")
+        return KM_CAPTION + (" The curve ends on the dashed line, which it hides from there on." if on else "")
     why = (f"is drawn once all {planned} seeds are recorded: until then the curve is a share of the runs recorded"
            if planned >= budget.STAY else f"cannot be reached with the {planned} seeds this profile plans")
     return KM_CAPTION.replace("; dashed, the share on the floor that reading needs.",

@@ -90,7 +90,7 @@ def carry_over_text(every_run: pd.DataFrame, profile: str, times: pd.DataFrame) 
             + f", the study's stays at {study.learning_rate:g} after warm-up, so a seed draws the same first weights "
             "and batches but takes other steps.")
     here = {s: (e, t) for s, e, t in zip(times.seed, times.escaped, times.time)}
-    differ = []
+    differ, when = [], False
     for other in others:
         runs, steps = _ffn_escapes(every_run, other), get_profile(other).max_iters
         there = {s: e for s, e in zip(runs.seed, runs.escaped) if s in here}
@@ -101,10 +101,10 @@ def carry_over_text(every_run: pd.DataFrame, profile: str, times: pd.DataFrame) 
         differ += [f"{plural('seed', len(left))} {listing(left)} {'leaves' if len(left) == 1 else 'leave'} the floor at `{other}` and not here"] if left else []
         differ += [f"{plural('seed', len(came))} {listing(came)} {'leaves' if len(came) == 1 else 'leave'} it here within `{other}`'s "
                    f"{steps:,} steps and not at `{other}`"] if came else []
-        differ += [f"{plural('seed', len(later))} {listing(later)} {'leaves' if len(later) == 1 else 'leave'} it at `{other}` at "
-                   f"{plural('step', len(later))} {listing(f'{int(at[x]):,}' for x in later)} and here only at "
-                   f"{plural('step', len(later))} {listing(f'{int(here[x][1]):,}' for x in later)}"] if later else []
+        differ += [f"seed {x} leaves it at `{other}` at step {int(at[x]):,} and here only at step {int(here[x][1]):,}"
+                   for x in later]
+        when = when or bool(later)
     if differ:
-        text += " Which seeds leave the floor changes with it: " + "; ".join(differ) + "."
+        text += f" Which seeds leave the floor{', and when,' if when else ''} changes with it: " + "; ".join(differ) + "."
     return text + (" So the study answers its question at a constant learning rate; it does not say what the stand-in's"
                    " decaying one would do over a longer run.")

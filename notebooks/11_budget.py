@@ -102,12 +102,12 @@ if len(times):  # each run's best loss beside its escape time: how deep it went
     times = times.merge(records[["key", "best_val_loss"]], on="key", how="left")
 table(
     chapter.escape_table(times, attn.mean() if len(attn) else float("nan")),
-    caption="Every FFNOnly run of the study (nats; a dash: the run ends within the line)",
+    caption="Every FFNOnly run of the study (nats; a dash: it ends within the line)",
 )
 
 # %%
-# Runs that crossed the line and came back, which the rule does not count as leaving the floor,
-# and how far the NoResidual anchor, which ends on the floor, dips on the same batches
+# Runs that crossed the line and came back, which the rule does not count as leaving
+# the floor, and how far the NoResidual anchor, which ends on the floor, dips
 found = dips.returns(records, budget.LINE) if len(records) else None
 said = dips.returns_text(found, len(times), budget.LINE)
 Markdown(f"{said}\n\n{dips.anchor_text(found, budget.LINE)}")

@@ -124,3 +124,10 @@ def test_variant_code_names_read_as_the_pages_write_them_and_full_only_where_it_
     assert display_name("the full analysis, at its full budget, in full - see") == \
         "the full analysis, at its full budget, in full - see"
     assert prose_names("`cpu full seed 1` and cpu full seed 1") == "`cpu full seed 1` and cpu Full seed 1"
+
+
+def test_a_frame_can_keep_a_column_of_everyday_magnitudes_out_of_scientific_notation():
+    frame = pd.DataFrame({"norm": [1.3, 4.9e-4], "loss gap": [1.3, 4.9e-4]})
+    frame.attrs["everyday"] = ["loss gap"]
+    html = table(frame).to_html()
+    assert html.count("×10") == 1 and ">0.000<" in html  # the norm spans orders of magnitude; the loss gap does not

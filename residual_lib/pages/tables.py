@@ -125,7 +125,10 @@ def table(frame: pd.DataFrame | pd.Series, headers: dict[str, str] | None = None
     column or ``{column: count}`` for some (the others take 3); ``index=True`` keeps the index as
     the first column (named after it), a string names it; ``caption`` goes above the table;
     ``anchor`` names the table: its id is ``T_<anchor>`` (pandas prefixes ``T_``), which a link
-    to the evidence of a claim names."""
+    to the evidence of a claim names. A frame may name, in ``frame.attrs["everyday"]``, columns of everyday
+    magnitudes (losses in nats) that keep fixed decimals even where :func:`_spans` would read them as spanning
+    orders of magnitude."""
+    everyday = set(getattr(frame, "attrs", {}).get("everyday", ()))
     per_column = decimals if isinstance(decimals, dict) else {}
     decimals = 3 if isinstance(decimals, dict) else decimals
     if isinstance(frame, pd.Series):
@@ -139,11 +142,12 @@ def table(frame: pd.DataFrame | pd.Series, headers: dict[str, str] | None = None
     frame = _intervals(frame, decimals)  # two bounds in one column: narrower tables
     names = {**HEADERS, **(headers or {})}
     places = [per_column.get(c, decimals) for c in frame.columns]
+    plain = [c in everyday for c in frame.columns]
     frame.columns = [names.get(c, header(c)) if isinstance(c, str) else header(c) for c in frame.columns]
     if frame.columns.duplicated().any():
         raise ValueError(f"two columns share a header: {list(frame.columns)}; pass headers= to tell them apart")
-    text = pd.DataFrame({c: [number(v, d, _spans(frame[c], d), _grouped(frame[c])) for v in frame[c]]
-                         for c, d in zip(frame.columns, places)}, index=frame.index)
+    text = pd.DataFrame({c: [number(v, d, not p and _spans(frame[c], d), _grouped(frame[c])) for v in frame[c]]
+                         for c, d, p in zip(frame.columns, places, plain)}, index=frame.index)
     styler = text.style.hide(axis="index").set_table_attributes('class="book-table"')
     if anchor:  # pandas names a table T_<uuid>: the anchor is T_<anchor>
         styler = styler.set_uuid(anchor)

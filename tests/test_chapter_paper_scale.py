@@ -59,6 +59,7 @@ def test_the_finding_reads_collapse_recovery_and_fulls_best_from_the_records():
                            "bf16), the runs end with Full at 1.520, AttnOnly at 1.610, FFNOnly at 3.333 and NoResidual "
                            "at 3.340, against a floor of 3.335.")
     assert "FFNOnly stays at the floor, as in the paper's collapse at 3.350 ± 0.002 (8 seeds)" in text
+    assert "; NoResidual ends at the floor, 0.016 below the paper's 3.356;" in text
     assert ("AttnOnly's one seed recovers, ending 0.030 above the paper's 1.580 (1.9% of it, within the 2% the "
             "scorecard counts as agreeing)") in text
     far = chapter.finding(_frame(attn_only=1.522), [])  # 3.7% off: said to lie outside the agreement band
@@ -90,6 +91,10 @@ def test_a_collapse_or_a_recovery_that_holds_in_some_seeds_only_is_named_seed_by
     assert "AttnOnly recovers in 2 of 3 seeds (seed 123 does not come 0.5 nats below the floor)" in mixed
     above = chapter.finding(_frame(ffn_only=3.40), [])
     assert "FFNOnly leaves the floor: seed 1337 ends 0.065 above it" in above
+    loose = chapter.finding(_frame(seeds, no_residual=[3.34, 3.20, 3.33]), [])
+    assert "NoResidual leaves the floor the paper places it at (3.356): seed 42 ends 0.135 below the floor." in loose
+    held = chapter.finding(_frame(seeds, no_residual=[3.34, 3.33, 3.335]), [])
+    assert "NoResidual ends at the floor in every seed, 0.021 below the paper's 3.356." in held
     between = chapter.finding(_frame(attn_only=3.20), [])  # below the floor, short of the recovery margin
     assert "AttnOnly does not recover: it ends 0.135 below the floor, not the 0.5 nats below it" in between
     assert [chapter.status(x, 3.335) for x in (3.30, 3.40, 3.0, 2.8)] == ["floor", "above", "between", "recovered"]

@@ -1,11 +1,11 @@
 """Chapter 12, the paper's own 10M setting: each variant's final and best loss beside the paper's
-values and the stand-in's, block 0's gradient and α_tt at that scale, and the loss curves against
-training tokens, as the tables, sentences and figure ``notebooks/12_paper_scale.py`` shows."""
+values and the stand-in's, and the loss curves against training tokens, as the tables, sentences
+and figure ``notebooks/12_paper_scale.py`` shows; block 0's gradient and α_tt at that scale come
+from :mod:`residual_lib.pages.chapters.paper_scale_inside`, re-exported here."""
 
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
@@ -17,7 +17,9 @@ from ...study import analysis, paper
 from .. import scorecard
 from ..names import display_name
 from ..plots import PALETTE, WIDTH
-from ..tables import listing, mean_std, missing_runs, number, plural, still_to_come  # noqa: F401 (the notebook's)
+from ..tables import listing, mean_std, missing_runs, plural, still_to_come  # noqa: F401 (the notebook's)
+from .paper_scale_inside import (ALPHA_HEADERS, alpha, alpha_text, layer0, layer0_note,  # noqa: F401 (the notebook's)
+                                 layer0_text, uniform_alpha)
 
 #: nanoGPT's published best validation loss for its ``shakespeare_char`` configuration, the Full
 #: model at this setting (nanoGPT's README: "val loss 1.4697", about 3 minutes on one A100). A
@@ -165,6 +167,17 @@ def _ffn_sentence(ffn: pd.DataFrame, values: pd.DataFrame) -> str:
     return lead + parts + f", so {stated} does not hold here"
 
 
+def _no_residual_sentence(runs: pd.DataFrame, values: pd.DataFrame) -> str:
+    """NoResidual against the floor and the paper's anchor (its 3.356 at the floor)."""
+    paper_value = values.loc["no_residual", "value"]
+    off = [(int(s), f - x) for s, x, f in zip(runs.seed, runs.final_val_loss, runs.eval_floor) if status(x, f) != "floor"]
+    if not off:
+        every = " in every seed" if len(runs) > 1 else ""
+        return f"NoResidual ends at the floor{every}, {_than(runs.final_val_loss.mean(), paper_value)} the paper's {paper_value:.3f}"
+    parts = listing(f"seed {s} ends {abs(g):.3f} {'below' if g > 0 else 'above'} the floor" for s, g in off)
+    return f"NoResidual leaves the floor the paper places it at ({paper_value:.3f}): {parts}"
+
+
 def _attn_sentence(attn: pd.DataFrame, values: pd.DataFrame, lone: bool = False) -> str:
     states = [status(x, f) for x, f in zip(attn.final_val_loss, attn.eval_floor)]
     paper_value = values.loc["attn_only", "value"]
@@ -211,6 +224,8 @@ def finding(records: pd.DataFrame, absent: list, study: str | None = "paper-10m"
     said = []
     if "ffn_only" in seeds:
         said.append(_ffn_sentence(records[records.variant == "ffn_only"], values))
+    if "no_residual" in seeds:
+        said.append(_no_residual_sentence(records[records.variant == "no_residual"], values))
     if "attn_only" in seeds:
         said.append(_attn_sentence(records[records.variant == "attn_only"], values, lone=len(records) == 1))
     if "full" in seeds:
@@ -231,92 +246,6 @@ def cost(records: pd.DataFrame, study: str | None = "paper-10m") -> str:
     took = f"{hours:.0f} hours" if hours >= 1 else f"{hours * 60:.0f} minutes"
     return (f"`{study}` trains on a CPU, {took} a run on one core with its evaluations (training at "
             f"{rate:,.0f} tokens/s; {len(records)} {plural('run', len(records))} on record)")
-
-
-def layer0_note() -> str:
-    """What the block-0 table reads, with the paper's figures and the step it starts from."""
-    claims = paper.claims()
-    stated = claims[claims.quantity == "layer0_grad_norm_from_step_300"].set_index("variant")["value"]
-    start = analysis.LAYER0_FROM * analysis.PAPER_10M_STEPS
-    return (f"The paper reports block 0's gradient norm at exactly {stated['ffn_only']:.3f} from step {start:,.0f} on "
-            f"for every partial variant, and about {stated['full']:.3f} for Full. Step {start:,.0f} is "
-            f"{analysis.LAYER0_FROM:.0%} of the {analysis.PAPER_10M_STEPS:,} steps `paper-10m` reads the paper's schedule as "
-            "(nanoGPT's; the summary does not give it), so the table reads each "
-            f"run from {analysis.LAYER0_FROM:.0%} of its steps on; a norm below {analysis.LAYER0_ZERO:g} rounds to "
-            f"{0:.3f}.")
-
-
-def layer0(records: pd.DataFrame) -> pd.DataFrame:
-    """Block 0's gradient from the paper's step 300 on (:func:`analysis.layer0_after`, its share of
-    a run) per variant: median norm, the share of logged steps that round to the paper's 0.000,
-    and the paper's value."""
-    runs = analysis.layer0_after(records)
-    if not len(runs):
-        return pd.DataFrame(columns=["variant", "seeds", "from step", "median norm", "share at 0.000", "the paper"])
-    claims = paper.claims()
-    stated = claims[claims.quantity == "layer0_grad_norm_from_step_300"].set_index("variant")["value"]
-    grouped = runs.groupby("variant")
-    out = pd.DataFrame({"seeds": grouped.size(), "from step": grouped.from_step.first(),
-                        "median norm": grouped["median"].median(), "share at 0.000": grouped.starved.mean()})
-    out["the paper"] = [f"{stated[v]:.3f}" if v in stated.index else "—" for v in out.index]
-    out = out.reindex([v for v in CENTRAL_VARIANTS if v in out.index])
-    out.index = [display_name(v) for v in out.index]
-    return out.rename_axis("variant").reset_index()
-
-
-def layer0_text(table: pd.DataFrame) -> str:
-    """The block-0 table (:func:`layer0`) in a sentence: each variant's median, and how often the
-    partial variants' gradient rounds to the paper's 0.000."""
-    if not len(table):
-        return ""
-    rows = table.set_index("variant")
-    medians = listing(f"{number(rows.loc[v, 'median norm'])} for {v}" for v in rows.index)
-    partial = [v for v in rows.index if v != "Full"]
-    text = f"From step {int(rows['from step'].iloc[0]):,} on, block 0's median gradient norm is {medians}."
-    if partial:
-        shares = listing(f"{_share(rows.loc[v, 'share at 0.000'])} {v}'s" for v in partial)
-        text += f" It rounds to 0.000 in {shares} logged steps, where the paper reports 0.000 throughout."
-    if "AttnOnly" in partial:
-        text += (" The summary places the paper's AttnOnly figure in its nanoGPT runs, in which AttnOnly had"
-                 " collapsed (its sections 4 and 8; [chapter 4](04_joint_collapse)).")
-    return text
-
-
-def _share(x: float) -> str:
-    """A share of steps as a sentence says it: "none of", "all of", "97% of", and never a
-    rounded "0%" or "100%" for a share that is neither."""
-    if x <= 0 or x >= 1:
-        return "none of" if x <= 0 else "all of"
-    return "under 1% of" if x < 0.005 else "over 99% of" if x >= 0.995 else f"{x:.0%} of"
-
-
-#: The α tables' headers (a header's underscores are otherwise read as spaces).
-ALPHA_HEADERS = {"mean": "mean α_tt"}
-
-
-def alpha(records: pd.DataFrame) -> pd.DataFrame:
-    """α_tt (attention's weight on a position's own token) per variant: the mean over layers and
-    heads (``mean``, shown as :data:`ALPHA_HEADERS` names it) and the largest head's."""
-    runs = analysis.alpha_summary(records)
-    grouped = runs.groupby("variant")
-    out = pd.DataFrame({"seeds": grouped.size(), "mean": grouped["mean"].mean(),
-                        "largest head": grouped.max_head.max()})
-    out = out.reindex([v for v in CENTRAL_VARIANTS if v in out.index])
-    out.index = [display_name(v) for v in out.index]
-    return out.rename_axis("variant").reset_index()
-
-
-def alpha_text(table: pd.DataFrame, uniform: float) -> str:
-    """AttnOnly's α_tt (the :func:`alpha` table) against uniform attention and the line the
-    scorecard counts as ≈ 1."""
-    rows = table.set_index("variant")
-    if "AttnOnly" not in rows.index:
-        return f"Attention spread evenly over the causal window would give α_tt = {uniform:.3f}."
-    mean, top, line = rows.loc["AttnOnly", "mean"], rows.loc["AttnOnly", "largest head"], scorecard.ALPHA_NEAR_ONE
-    return (f"AttnOnly's α_tt averages {mean:.3f} over its layers and heads and reaches {top:.3f} in its largest "
-            f"head, against {uniform:.3f} for attention spread evenly over the causal window and the {line:g} the "
-            f"scorecard counts as ≈ 1: {'a head reaches' if top >= line else 'no head reaches'} the paper's proposed "
-            "self-routing." + ("" if "Full" in rows.index else " The scorecard's verdict waits for Full, its control."))
 
 
 def mean_curves(records: pd.DataFrame, stand_in: pd.DataFrame) -> pd.DataFrame:
@@ -380,11 +309,6 @@ def overfit_text(records: pd.DataFrame) -> str:
     whose = "its" if len(over) == 1 else f"{display_name(worst)}'s"
     return text + (f"{listing(display_name(v) for v in over.index)} {'overfits' if len(over) == 1 else 'overfit'}: "
                    f"{whose} validation loss is lowest at step {step:,} and rises after it.")
-
-
-def uniform_alpha(records: pd.DataFrame) -> float:
-    """α_tt of attention spread evenly over the causal window of these records' context."""
-    return analysis.uniform_causal_alpha(int(records.block_size.iloc[0])) if len(records) else np.nan
 
 
 #: The captions and alt texts of the chapter's figure.

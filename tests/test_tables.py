@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -53,6 +54,16 @@ def test_an_interval_is_one_column_whose_bound_near_zero_reads_as_zero():
     html = table(frame).to_html()
     assert ">[0.000, 0.410]<" in html and "Welch 95% CI" in html and "ci high" not in html
     assert "1.2×10⁻⁵" in html  # the p-value column keeps its scientific notation
+
+
+def test_numbers_written_as_text_align_right_as_numbers_do_and_words_stay_left():
+    frame = pd.DataFrame({"step": ["8,750", MISSING, "12"], "run": ["seed 1", "seed 2", "3 a"],
+                          "gap": ["−0.012", "3.2×10⁻⁴", None], "loss": [1.0, 2.0, 3.0], "escaped": [True, False, True],
+                          "none": [MISSING] * 3})
+    html = table(frame).to_html()
+    rule = html.split("{")[0]  # the selectors of the one right-aligning rule
+    right = {int(c) for c in re.findall(r"_row0_col(\d+)", rule)}
+    assert right == {0, 2, 3}  # step, gap, loss; not the words, the booleans or a column of dashes only
 
 
 def test_two_columns_with_one_header_are_refused():

@@ -13,6 +13,7 @@ from __future__ import annotations
 import html
 import math
 import numbers
+import re
 
 import numpy as np
 import pandas as pd
@@ -117,6 +118,17 @@ def _grouped(column: pd.Series) -> bool:
                for v in column)
 
 
+#: A cell of text that reads as one number ("8,750", "−0.012", "3.2×10⁻⁴") or the missing mark.
+_NUMBER_TEXT = re.compile(r"^[−+-]?[\d,]*\.?\d+(×10[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+)?$")
+
+
+def _reads_as_numbers(column: pd.Series) -> bool:
+    """Whether a column of text holds numbers only (and dashes for the missing), such as steps
+    written with separators: aligned to the right, as the numeric columns are."""
+    cells = [MISSING if str(v).strip() in ("", "nan", "None") else str(v).strip() for v in column]
+    return any(c != MISSING for c in cells) and all(c == MISSING or _NUMBER_TEXT.match(c) for c in cells)
+
+
 def table(frame: pd.DataFrame | pd.Series, headers: dict[str, str] | None = None, decimals: int | dict = 3,
           index: bool | str = False, caption: str | None = None, anchor: str | None = None):
     """``frame`` as the book shows it (a pandas Styler; displays as HTML in a notebook).
@@ -151,8 +163,9 @@ def table(frame: pd.DataFrame | pd.Series, headers: dict[str, str] | None = None
     styler = text.style.hide(axis="index").set_table_attributes('class="book-table"')
     if anchor:  # pandas names a table T_<uuid>: the anchor is T_<anchor>
         styler = styler.set_uuid(anchor)
-    numeric = [c for c, dtype in zip(frame.columns, frame.dtypes) if pd.api.types.is_numeric_dtype(dtype)
-               and not pd.api.types.is_bool_dtype(dtype)]
+    numeric = [c for c, dtype in zip(frame.columns, frame.dtypes)
+               if (pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype))
+               or (not pd.api.types.is_numeric_dtype(dtype) and _reads_as_numbers(frame[c]))]
     if numeric:
         styler = styler.set_properties(subset=numeric, **{"text-align": "right", "font-variant-numeric": "tabular-nums"})
     if caption:

@@ -23,6 +23,10 @@ def test_the_chapters_plan_at_cpu_is_the_preregistered_study():
     assert [(r.variant, r.seed) for r in smoke][:3] == [("ffn_only", 1337), ("attn_only", 1337), ("no_residual", 1337)]
     assert sum(r.variant == "ffn_only" for r in smoke) == 3  # the section's first three seeds away from cpu
     assert plan("11_budget", "ladder-3m") == []
+    intro = chapter.scope("cpu", plan("11_budget", "cpu"))["intro"]
+    # the study's runs are set beside the paper's budget without hiding how much smaller their model is
+    assert ("The budget study trains FFNOnly at the stand-in's shape, without dropout, for 20,000 steps (41M tokens, "
+            "half the paper's, on a far smaller model) at 16 seeds") in intro
 
 
 def _times(escaped_at: list[int | None], finals=None, steps=20_000) -> pd.DataFrame:

@@ -121,6 +121,11 @@ def test_amendments_made_after_a_records_code_was_committed_are_said_to_be_so(mo
             in preregistration.statement(bracket, brief=True))
     monkeypatch.setattr(preregistration, "commit_time", lambda sha: amendments[-1].when)  # code after them all
     assert f"{lead}; the [scorecard]" in preregistration.statement(frame, brief=True)
+    # listed in full, each amendment says whether a paper-10m record existed when it was made
+    listed = preregistration.statement(frame).split("Each change, oldest first:")[1].strip().split("\n")
+    assert [line.endswith("A `paper-10m` record existed then.") for line in listed] == \
+        [a.records_existed for a in amendments]
+    assert all(line.endswith(" record existed then.") for line in listed)
 
 
 def test_each_amendment_is_dated_by_the_commit_that_made_it():

@@ -573,6 +573,11 @@ def test_the_verdict_box_counts_each_profiles_runs_on_its_own(tmp_path):
     scope = scorecard.verdict_box(["ffn_collapse_10m"], records).data
     assert "diverged (non-finite loss): cpu Full seed 4 (key abc)." in scope
     assert "on every other page: cpu Full seed 5; cpu FFNOnly seed 6." in scope
+    # a verdict that changes at a plausible threshold is marked as the grid marks it, at its own profile only
+    marked = scorecard.verdict_box(["ffn_collapse_10m"], records, fragile_cells={("ffn_collapse_10m", "cpu")}).data
+    assert marked.count('class="verdict-fragile"') == 1 and "verdict-fragile" not in html
+    elsewhere = {("ffn_collapse_10m", "paper-10m"), ("asymmetry_10m", "cpu")}  # neither is in this box
+    assert "verdict-fragile" not in scorecard.verdict_box(["ffn_collapse_10m"], records, fragile_cells=elsewhere).data
 
 
 def test_the_verdict_box_says_when_a_verdict_reads_more_seeds_than_its_page_and_leaves_no_empty_value(tmp_path):

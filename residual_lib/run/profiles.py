@@ -26,8 +26,10 @@ evaluation mode and gain.
 * ``paper-10m`` -- the paper's 10M setting, nanoGPT's ``shakespeare_char`` config:
   6 layers, 6 heads, 384 wide, context 256, batch 64, dropout 0.2, lr 1e-3 cosine to
   1e-4 over 5,000 steps after 100 warm-up steps, beta2 0.99; bf16 autocast, as nanoGPT
-  trains it; on CPU, dropout masks drawn as 32-bit integers (``cpu_dropout``) and each batch of
-  64 run in four slices of 16 (``cpu_micro_batch``). Several
+  trains it; biases in the linear and LayerNorm layers, as in every profile here (nanoGPT's
+  default has none; the summary does not say which the paper's models had); on CPU, dropout
+  masks drawn as 32-bit integers (``cpu_dropout``) and each batch of 64 run in four slices of
+  16 (``cpu_micro_batch``). Several
   hours a run on one CPU core with AMX (bf16) matrix units; minutes on a GPU.
 * ``paper-124m`` -- GPT-2 small (12 layers, 12 heads, 768 wide, context 1024) on
   OpenWebText's first 100,000 documents (~113M GPT-2 tokens). The paper's summary

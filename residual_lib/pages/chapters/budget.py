@@ -49,8 +49,10 @@ def scope(profile: str, runs: list) -> dict[str, str]:
             f"and AttnOnly and NoResidual at {at} as anchors.")
     intro = (f"Whether FFNOnly cannot learn or only learns late takes longer runs to tell: the stand-in's see "
              f"{token_count(base)} training tokens, the paper's {token_count(paper_tokens)} (read as nanoGPT's schedule, "
-             f"which the summary does not give). The budget study trains FFNOnly for {study.max_iters:,} steps "
-             f"({token_count(tokens)} tokens, {_share(tokens / paper_tokens)} the paper's) at {len(seeds)} "
+             f"which the summary does not give). The budget study trains FFNOnly at the stand-in's shape"
+             f"{'' if study.dropout else ', without dropout,'} for {study.max_iters:,} steps "
+             f"({token_count(tokens)} tokens, {_share(tokens / paper_tokens)} the paper's, on a far smaller model) "
+             f"at {len(seeds)} "
              f"{plural('seed', len(seeds))}, at a constant learning rate, under a decision rule fixed before its runs.")
     return {"here": here, "intro": intro}
 

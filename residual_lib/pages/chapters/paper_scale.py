@@ -6,6 +6,7 @@ from :mod:`residual_lib.pages.chapters.paper_scale_inside`, re-exported here."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
@@ -50,7 +51,10 @@ def verdict_box(records: pd.DataFrame, study: str | None, stand_in: str, every_r
         return f"The scorecard judges `paper-10m` only; this book's runs of the setting are at `{study}`."
     scoped = records.copy()
     scoped.attrs = {**records.attrs, "profile": study}
-    return scorecard.verdict_box(CLAIMS, scoped, scorecard.build(records.attrs["results_dir"], stand_in, every_run))
+    own = every_run[every_run.profile == study]  # this column's verdicts read its own records only
+    shaky = scorecard.fragile(scorecard.sensitivity(stand_in=stand_in, records=own)) if len(own) else set()
+    return scorecard.verdict_box(CLAIMS, scoped, scorecard.build(records.attrs["results_dir"], stand_in, every_run),
+                                 fragile_cells=shaky)
 
 
 def recipe(study: str | None) -> str:
@@ -62,8 +66,11 @@ def recipe(study: str | None) -> str:
             f"{p.batch_size}, dropout {p.dropout:g}, {p.max_iters:,} steps ({p.training_tokens / 1e6:.3g}M training "
             f"tokens), learning rate {p.learning_rate:g} decaying to {p.min_lr:g}, in {p.precision}")
     if study == "paper-10m":
-        return text + (": nanoGPT's `shakespeare_char` recipe, which this book reads as the paper's 10M setting (the "
-                       "summary names nanoGPT and its 10M scale, not the settings).")
+        text += (": nanoGPT's `shakespeare_char` recipe, which this book reads as the paper's 10M setting (the "
+                 "summary names nanoGPT and its 10M scale, not the settings).")
+        return text + (" One difference: its linear and LayerNorm layers carry biases, as GPT-2's do and as every "
+                       "profile of this book's does, where nanoGPT's default has none; the summary does not say "
+                       "which the paper's models had." if p.bias else "")
     return text + ": a small stand-in for `paper-10m` with its dropout, so that this chapter's code runs in seconds."
 
 
@@ -84,10 +91,12 @@ def paper_values() -> pd.DataFrame:
         r = row(claim, variant)
         text = f"{r.value:.3f}" + (f" ± {r['std']:.3f}" if pd.notna(r["std"]) else "")
         text += f" ({r.seeds})" if str(r.seeds).endswith("seeds") else ""
-        out.append({"variant": variant, "value": float(r.value), "text": text})
+        out.append({"variant": variant, "value": float(r.value), "text": text, "std": float(r["std"]),
+                    "seeds": str(r.seeds)})
     partial, ratio = row("joint_collapse_10m", "partial"), row("joint_collapse_10m", "partial", "ratio_to_full")
     full = partial.value / ratio.value
-    out.append({"variant": "full", "value": full, "text": f"≈ {full:.2f} ({partial.value:g} ÷ {ratio.value:g})"})
+    out.append({"variant": "full", "value": full, "text": f"≈ {full:.2f} ({partial.value:g} ÷ {ratio.value:g})",
+                "std": np.nan, "seeds": ""})
     return pd.DataFrame(out).set_index("variant").reindex(CENTRAL_VARIANTS)
 
 
@@ -157,14 +166,21 @@ def comparison(records: pd.DataFrame, stand_in: pd.DataFrame, stand_in_name: str
 def _ffn_sentence(ffn: pd.DataFrame, values: pd.DataFrame) -> str:
     states = [status(x, f) for x, f in zip(ffn.final_val_loss, ffn.eval_floor)]
     gaps = ffn.eval_floor - ffn.final_val_loss
-    stated = f"the paper's collapse at {values.loc['ffn_only', 'text']}"
+    paper_value = values.loc["ffn_only", "value"]
     if all(s == "floor" for s in states):
-        return f"FFNOnly stays at the floor{' in every seed' if len(ffn) > 1 else ''}, as in {stated}"
-    off = [(int(s), g) for s, g, st in zip(ffn.seed, gaps, states) if st != "floor"]
-    parts = listing(f"seed {s} ends {abs(g):.3f} {'below' if g > 0 else 'above'} it" for s, g in off)
+        every = " in every seed" if len(ffn) > 1 else ""
+        off = _than(ffn.final_val_loss.mean(), paper_value)
+        return (f"FFNOnly stays at the floor{every}, as in the paper's collapse, ending {off} its "
+                f"{values.loc['ffn_only', 'text']}")
+    off = [(int(s), g, st) for s, g, st in zip(ffn.seed, gaps, states) if st != "floor"]
+    parts = listing(f"seed {s} ends {abs(g):.3f} {'below' if g > 0 else 'above'} the floor" for s, g, _ in off)
     kept = len(ffn) - len(off)
-    lead = f"FFNOnly stays at the floor in {kept} of {len(ffn)} seeds; " if kept else "FFNOnly leaves the floor: "
-    return lead + parts + f", so {stated} does not hold here"
+    lead = f"FFNOnly stays at the floor in {kept} of {len(ffn)} seeds; " if kept else ""
+    if all(st == "above" for _, _, st in off):  # worse than the floor: a collapse, and more
+        lead = lead or "FFNOnly does not learn: "
+        return lead + parts + f", worse than the paper's collapse at {paper_value:.3f}"
+    lead = lead or "FFNOnly leaves the floor: "
+    return lead + parts + f", so the paper's collapse at {values.loc['ffn_only', 'text']} does not hold here"
 
 
 def _no_residual_sentence(runs: pd.DataFrame, values: pd.DataFrame) -> str:
@@ -185,8 +201,12 @@ def _attn_sentence(attn: pd.DataFrame, values: pd.DataFrame, lone: bool = False)
     if all(s == "recovered" for s in states):
         who = "AttnOnly recovers in every seed" if n > 1 else "It recovers" if lone else "AttnOnly's one seed recovers"
         rel, tol, off = abs(mean - paper_value) / paper_value, scorecard.REL_TOL, _than(mean, paper_value)
-        band = f" ({rel:.1%} of it, {'within' if rel <= tol else 'outside'} the {tol:.0%} the scorecard counts as agreeing)"
-        return f"{who}, ending {off} the paper's {paper_value:.3f}{band if off != 'equal to' else ''}"
+        band = f" ({rel:.1%} of it, {'within' if rel <= tol else 'outside'} the {tol:.0%} the scorecard counts as agreeing"
+        spread = values.loc["attn_only", "std"]
+        if pd.notna(spread) and spread > 0 and abs(mean - paper_value) > 2 * spread:  # not the seeds' spread
+            band += (f", and {abs(mean - paper_value) / spread:.0f} times the {spread:.3f} standard deviation of the "
+                     f"paper's {values.loc['attn_only', 'seeds']}")
+        return f"{who}, ending {off} the paper's {paper_value:.3f}{band + ')' if off != 'equal to' else ''}"
     stuck = [int(s) for s, st in zip(attn.seed, states) if st != "recovered"]
     margin = scorecard.RECOVERY_MARGIN
     if len(stuck) == n:
@@ -221,18 +241,18 @@ def finding(records: pd.DataFrame, absent: list, study: str | None = "paper-10m"
                 f"{run.final_val_loss:.3f}, " + floor)
     else:
         text = setting + f"the runs end with {ends}, " + floor
-    said = []
+    said = []  # one sentence a variant, in the order the ends above are listed
+    if "full" in seeds:
+        best = means.loc["full", "best_val_loss"]
+        said.append(f"Full's best loss is {best:.3f}, {_than(best, NANOGPT_BEST)} nanoGPT's published best of "
+                    f"{NANOGPT_BEST} for this configuration")
+    if "attn_only" in seeds:
+        said.append(_attn_sentence(records[records.variant == "attn_only"], values, lone=len(records) == 1))
     if "ffn_only" in seeds:
         said.append(_ffn_sentence(records[records.variant == "ffn_only"], values))
     if "no_residual" in seeds:
         said.append(_no_residual_sentence(records[records.variant == "no_residual"], values))
-    if "attn_only" in seeds:
-        said.append(_attn_sentence(records[records.variant == "attn_only"], values, lone=len(records) == 1))
-    if "full" in seeds:
-        best = means.loc["full", "best_val_loss"]
-        said.append(f"Full's best loss is {best:.3f}, {_than(best, NANOGPT_BEST)} nanoGPT's published {NANOGPT_BEST}")
-    if said:
-        text += " " + "; ".join(said) + "."
+    text += "".join(f" {sentence}." for sentence in said)
     if absent:
         text += f" Still to come: {still_to_come(absent)}."
     return text
@@ -244,8 +264,9 @@ def cost(records: pd.DataFrame, study: str | None = "paper-10m") -> str:
         return f"`{study or 'paper-10m'}` trains on a CPU, one core a run"
     hours, rate = records.wall_seconds.mean() / 3600, records.tokens_per_second.mean()
     took = f"{hours:.0f} hours" if hours >= 1 else f"{hours * 60:.0f} minutes"
-    return (f"`{study}` trains on a CPU, {took} a run on one core with its evaluations (training at "
-            f"{rate:,.0f} tokens/s; {len(records)} {plural('run', len(records))} on record)")
+    runs = "its one run on record took" if len(records) == 1 else f"its {len(records)} runs on record took, on average,"
+    return (f"`{study}` trains on a CPU, one core a run ({runs} {took} of process time, evaluations included, "
+            f"training at {rate:,.0f} tokens/s)")
 
 
 def mean_curves(records: pd.DataFrame, stand_in: pd.DataFrame) -> pd.DataFrame:
@@ -305,10 +326,13 @@ def overfit_text(records: pd.DataFrame) -> str:
                if len(learned) else "It ends at or above the floor, so it is not judged for overfitting.")
         return text + (f"No variant that learned overfits by more than {OVERFIT:g} nats at this budget." if len(shown) > 1 else one)
     worst = over.idxmax()
-    step = int(_field(records[records.variant == worst], "best_step").min())
+    runs = _seed_order(records[records.variant == worst])
+    steps = [int(b) for b in _field(runs, "best_step")]
+    when = (f"at step {steps[0]:,}" if len(steps) == 1 else
+            "at steps " + listing(f"{b:,} (seed {s})" for s, b in zip(runs.seed, steps)))
     whose = "its" if len(over) == 1 else f"{display_name(worst)}'s"
     return text + (f"{listing(display_name(v) for v in over.index)} {'overfits' if len(over) == 1 else 'overfit'}: "
-                   f"{whose} validation loss is lowest at step {step:,} and rises after it.")
+                   f"{whose} validation loss is lowest {when} and rises after it.")
 
 
 #: The captions and alt texts of the chapter's figure.

@@ -22,8 +22,8 @@ def layer0_note() -> str:
     start = analysis.LAYER0_FROM * analysis.PAPER_10M_STEPS
     return (f"The paper reports block 0's gradient norm at exactly {stated['ffn_only']:.3f} from step {start:,.0f} on "
             f"for every partial variant, and about {stated['full']:.3f} for Full. Step {start:,.0f} is "
-            f"{analysis.LAYER0_FROM:.0%} of the {analysis.PAPER_10M_STEPS:,} steps `paper-10m` reads the paper's schedule as "
-            "(nanoGPT's; the summary does not give it), so the table reads each "
+            f"{analysis.LAYER0_FROM:.0%} of the {analysis.PAPER_10M_STEPS:,} steps of `paper-10m`, which takes nanoGPT's "
+            "schedule (the summary gives none), so the table reads each "
             f"run from {analysis.LAYER0_FROM:.0%} of its steps on; a norm below {analysis.LAYER0_ZERO:g} rounds to "
             f"{0:.3f}.")
 
@@ -59,8 +59,13 @@ def layer0_text(table: pd.DataFrame) -> str:
         shares = listing(f"{_share(rows.loc[v, 'share at 0.000'])} {v}'s" for v in partial)
         text += f" It rounds to 0.000 in {shares} logged steps, where the paper reports 0.000 throughout."
     if "AttnOnly" in partial:
-        text += (" The summary places the paper's AttnOnly figure in its nanoGPT runs, in which AttnOnly had"
-                 " collapsed (its sections 4 and 8; [chapter 4](04_joint_collapse)).")
+        text += (" The summary is not consistent about where the paper measured AttnOnly's 0.000: its sections 4 and"
+                 " 8 place it in the nanoGPT runs, in which AttnOnly had collapsed ([chapter 4](04_joint_collapse)),"
+                 " while its section 7 takes it as true of the sweep in which AttnOnly recovers, and builds the"
+                 " routing proposal on that recovery despite a starved block 0.")
+        if rows.loc["AttnOnly", "share at 0.000"] <= 0:
+            text += (" Here AttnOnly's block 0 keeps a gradient at every logged step from step "
+                     f"{int(rows['from step'].iloc[0]):,} on, so that premise does not hold at this setting.")
     return text
 
 
@@ -77,28 +82,37 @@ ALPHA_HEADERS = {"mean": "mean α_tt"}
 
 
 def alpha(records: pd.DataFrame) -> pd.DataFrame:
-    """α_tt (attention's weight on a position's own token) per variant: the mean over layers and
-    heads (``mean``, shown as :data:`ALPHA_HEADERS` names it) and the largest head's."""
+    """α_tt (attention's weight on a position's own token) per variant, as the scorecard's routing
+    rule reads it: the mean over layers and heads (``mean``, shown as :data:`ALPHA_HEADERS` names
+    it), the layer with the highest mean, and the largest head, each a mean over seeds."""
     runs = analysis.alpha_summary(records)
     grouped = runs.groupby("variant")
     out = pd.DataFrame({"seeds": grouped.size(), "mean": grouped["mean"].mean(),
-                        "largest head": grouped.max_head.max()})
+                        "best layer": grouped.max_layer.mean(), "largest head": grouped.max_head.mean()})
     out = out.reindex([v for v in CENTRAL_VARIANTS if v in out.index])
     out.index = [display_name(v) for v in out.index]
     return out.rename_axis("variant").reset_index()
 
 
 def alpha_text(table: pd.DataFrame, uniform: float) -> str:
-    """AttnOnly's α_tt (the :func:`alpha` table) against uniform attention and the line the
-    scorecard counts as ≈ 1."""
+    """AttnOnly's α_tt (the :func:`alpha` table) against uniform attention, the line the scorecard
+    asks of a layer before it counts α_tt as ≈ 1, and Full, the control the proposal needs it to
+    exceed (the scorecard's routing rule, said in words)."""
     rows = table.set_index("variant")
     if "AttnOnly" not in rows.index:
         return f"Attention spread evenly over the causal window would give α_tt = {uniform:.3f}."
-    mean, top, line = rows.loc["AttnOnly", "mean"], rows.loc["AttnOnly", "largest head"], scorecard.ALPHA_NEAR_ONE
-    return (f"AttnOnly's α_tt averages {mean:.3f} over its layers and heads and reaches {top:.3f} in its largest "
-            f"head, against {uniform:.3f} for attention spread evenly over the causal window and the {line:g} the "
-            f"scorecard counts as ≈ 1: {'a head reaches' if top >= line else 'no head reaches'} the paper's proposed "
-            "self-routing." + ("" if "Full" in rows.index else " The scorecard's verdict waits for Full, its control."))
+    attn, line = rows.loc["AttnOnly"], scorecard.ALPHA_NEAR_ONE
+    text = (f"AttnOnly's α_tt averages {attn['mean']:.3f} over its layers and heads; its most self-attending layer "
+            f"averages {attn['best layer']:.3f} and its largest head {attn['largest head']:.3f}, against "
+            f"{uniform:.3f} for attention spread evenly over the causal window and the {line:g} the scorecard asks "
+            f"of a layer's mean before it counts α_tt as ≈ 1: {'a' if attn['best layer'] >= line else 'no'} layer "
+            "reaches the paper's proposed self-routing.")
+    if "Full" not in rows.index:
+        return text + " The scorecard's verdict waits for Full, its control."
+    full = rows.loc["Full", "mean"]
+    return text + (f" Full, the control, averages {full:.3f}, {'less' if full < attn['mean'] else 'no less'} than "
+                   f"AttnOnly's {attn['mean']:.3f}; the scorecard counts the proposal as supported only where both "
+                   "hold: a layer at the line, and AttnOnly above Full.")
 
 
 def uniform_alpha(records: pd.DataFrame) -> float:

@@ -260,11 +260,13 @@ def _wider(row, records: pd.DataFrame) -> str:
     return f" The verdict reads {judged} seeds; this page shows {shown}."
 
 
-def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | None = None):
+def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | None = None,
+                fragile_cells: set | None = None):
     """The box that opens a chapter (an IPython ``HTML`` object): the verdict of each of
     ``claims`` at the page's profile with what the records show, each linking to its block on
     the scorecard page, and one line on what the page shows (its runs and seeds per profile). ``records`` are the page's, as :func:`residual_lib.pages.notebook.notebook_records`
-    returns them: their ``attrs`` name the profile and the results folder."""
+    returns them: their ``attrs`` name the profile and the results folder. A verdict among
+    ``fragile_cells`` (``(claim, profile)`` pairs) is marked fragile, as the scorecard's grid marks it."""
     profile, results_dir = records.attrs["profile"], records.attrs["results_dir"]
     table = build(results_dir, stand_in=profile) if table is None else table
     profiles = stand_ins(profile)
@@ -276,7 +278,9 @@ def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | 
             where = f" <code>{html.escape(row.profile)}</code>" if row.profile != profile else ""
             said = prose_names(str(row.ours))
             ours = "" if said in ("—", "") else f" {html.escape(said[:1].upper() + said[1:])}."  # a sentence after the title
-            items.append(f'<li>{badge(row.verdict)}{where} <a href="../book/scorecard.html#{claim_anchor(claim)}">'
+            shaky = ('<span class="verdict-fragile" title="changes at a plausible threshold: see the scorecard\'s '
+                     'threshold table"> fragile</span>' if (claim, row.profile) in (fragile_cells or ()) else "")
+            items.append(f'<li>{badge(row.verdict)}{shaky}{where} <a href="../book/scorecard.html#{claim_anchor(claim)}">'
                          f"{html.escape(TITLES.get(claim, claim))}</a>.{ours}{_wider(row, records)}</li>")
     shown = ""
     left_out = records.attrs.get("diverged") or []

@@ -350,8 +350,8 @@ def statement(records: pd.DataFrame, brief: bool = False) -> str:
     elif AMENDMENTS:
         times = {1: "once", 2: "twice"}.get(len(AMENDMENTS), f"{len(AMENDMENTS)} times")
         text += f" The files were amended {times} since{_while_training(s)}. Each change, oldest first:\n\n" + "\n".join(
-            f"- {a.date}: {a.change}. Why: {a.reason}. `paper-10m` records then: "
-            f"{'some' if a.records_existed else 'none'}." for a in AMENDMENTS)
+            f"- {a.date}: {a.change}. Why: {a.reason}. {'A' if a.records_existed else 'No'} `paper-10m` record "
+            "existed then." for a in AMENDMENTS)
     else:
         text += " They have not changed since."
     return text

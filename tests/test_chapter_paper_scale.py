@@ -143,6 +143,12 @@ def test_the_chapter_reads_the_smoke_records(smoke_results):
     assert set(curves.profile) == {"smoke-paper", "smoke"} and set(curves.variant) == set(CENTRAL_VARIANTS)
     assert curves[curves.profile == "smoke-paper"].tokens.max() == 200 * 16 * 32  # steps × batch × context
     chapter.curves_figure(curves, records.eval_floor.iloc[0])  # every variant it draws has a colour
+    alpha = chapter.alpha(records).set_index("variant")
+    assert list(alpha.columns) == ["seeds", "mean", "best layer", "largest head"]
+    # a layer's mean lies between the mean over every layer and its largest head, seed by seed and so on average
+    assert (alpha["best layer"] >= alpha["mean"] - 1e-12).all()
+    assert (alpha["largest head"] >= alpha["best layer"] - 1e-12).all()
+    assert alpha.loc["AttnOnly", "seeds"] == 2
     layer0 = chapter.layer0(records)
     assert list(layer0.variant) == ["Full", "AttnOnly", "FFNOnly", "NoResidual"]
     assert list(layer0["from step"]) == [12] * 4 and list(layer0["the paper"]) == ["0.114", "0.000", "0.000", "0.000"]

@@ -13,6 +13,9 @@ from residual_lib.run.runs import RECORD_VERSION, record_path, run_identity, run
 from residual_lib.storage.records import write_record
 from residual_lib.study import paper
 
+#: No verdict to mark fragile: a verdict box given this skips the sensitivity run it would otherwise make.
+UNMARKED: set = set()
+
 FLOOR = 3.347
 
 
@@ -496,6 +499,38 @@ def test_a_verdict_that_flips_at_a_plausible_threshold_is_fragile(tmp_path):
         scorecard.thresholds(FLOOR_TOLERANCE=0.1)
 
 
+def test_the_pages_share_one_sensitivity_run_and_a_changed_record_gets_its_own(tmp_path, monkeypatch):
+    import importlib
+    import tempfile
+
+    from residual_lib.study.frames import load_records
+
+    module = importlib.import_module("residual_lib.pages.scorecard.sensitivity")  # the package exports the function
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    results = tmp_path / "results"
+    central(results, "cpu", attn=1.8, ffn=3.34)
+    fake_record(results, "cpu", "ffn_only", 2, FLOOR - 0.07, layer0=0.0)
+    fresh = scorecard.sensitivity(results)
+    kept = scorecard.sensitivity(results, remember=True)
+    pd.testing.assert_frame_equal(kept, fresh)
+    assert len(list((tmp_path / "tmp").glob("residual-sensitivity-*.json"))) == 1
+    computed = module._sensitivity
+    monkeypatch.setattr(module, "_sensitivity", lambda *a: pytest.fail("recomputed what was kept"))
+    pd.testing.assert_frame_equal(scorecard.sensitivity(results, remember=True), fresh)  # read back, tuples and all
+    monkeypatch.setattr(module, "_sensitivity", computed)
+    fake_record(results, "cpu", "ffn_only", 2, 3.34, layer0=0.0)  # the record changes: so does the table
+    assert not scorecard.fragile(scorecard.sensitivity(results, remember=True))
+    assert len(list((tmp_path / "tmp").glob("residual-sensitivity-*.json"))) == 2
+    # a chapter's box marks the fragile verdicts of the scorecard built for its profile, without being told them
+    fake_record(results, "cpu", "ffn_only", 2, FLOOR - 0.07, layer0=0.0)
+    records = load_records(results)
+    records.attrs.update(profile="cpu", results_dir=str(results))
+    assert 'class="verdict-fragile"' in scorecard.verdict_box(["ffn_collapse_10m"], records).data
+    assert 'class="verdict-fragile"' not in scorecard.verdict_box(["asymmetry_10m"], records).data
+
+
 def test_thresholds_were_set_by_the_commits_they_name():
     import subprocess
     from pathlib import Path
@@ -564,13 +599,13 @@ def test_the_verdict_box_counts_each_profiles_runs_on_its_own(tmp_path):
         fake_record(tmp_path, "cpu-dropout", "ffn_only", seed, 3.34)
     records = load_records(tmp_path)
     records.attrs.update(profile="cpu", results_dir=str(tmp_path))
-    html = scorecard.verdict_box(["ffn_collapse_10m"], records).data
+    html = scorecard.verdict_box(["ffn_collapse_10m"], records, fragile_cells=UNMARKED).data
     scope = html[html.index('class="verdict-box-scope"'):]
     assert "12 runs at <code>cpu</code> (seeds 1, 2, 3) and 8 runs at <code>cpu-dropout</code> (8 seeds)" in scope
     assert f"read from <code>{tmp_path.name}/</code>" in scope
     # the runs it leaves out are named as the page names variants, Full included
     records.attrs.update(diverged=["cpu full seed 4 (key abc)"], left_out=["cpu full seed 5", "cpu ffn_only seed 6"])
-    scope = scorecard.verdict_box(["ffn_collapse_10m"], records).data
+    scope = scorecard.verdict_box(["ffn_collapse_10m"], records, fragile_cells=UNMARKED).data
     assert "diverged (non-finite loss): cpu Full seed 4 (key abc)." in scope
     assert "on every other page: cpu Full seed 5; cpu FFNOnly seed 6." in scope
     # a verdict that changes at a plausible threshold is marked as the grid marks it, at its own profile only
@@ -589,17 +624,18 @@ def test_the_verdict_box_says_when_a_verdict_reads_more_seeds_than_its_page_and_
     records = load_records(tmp_path)
     page = records[(records.profile == "cpu") | (records.seed <= 4)]  # a page that shows 4 of the 8 seeds
     page.attrs.update(profile="cpu", results_dir=str(tmp_path))
-    html = scorecard.verdict_box(["ffn_collapse_10m", "asymmetry_10m"], page).data
+    html = scorecard.verdict_box(["ffn_collapse_10m", "asymmetry_10m"], page, fragile_cells=UNMARKED).data
     assert "The verdict reads 8 seeds; this page shows 4." in html
     assert html.count("The verdict reads") == 1  # at cpu the verdict reads the page's own three seeds
     alone = records[records.profile == "cpu"]  # no cpu-dropout run on the page: the scorecard describes that row
     alone.attrs.update(profile="cpu", results_dir=str(tmp_path))
-    assert "The verdict reads" not in scorecard.verdict_box(["ffn_collapse_10m"], alone).data
+    assert "The verdict reads" not in scorecard.verdict_box(["ffn_collapse_10m"], alone, fragile_cells=UNMARKED).data
     # what the records show reads as a sentence after the claim's title
-    assert "</a>. Median 0.000 (per seed 1:" in scorecard.verdict_box(["layer0_starved_ffn_only"], alone).data
+    starved = scorecard.verdict_box(["layer0_starved_ffn_only"], alone, fragile_cells=UNMARKED).data
+    assert "</a>. Median 0.000 (per seed 1:" in starved
     page = records[records.profile == "cpu"]
     page.attrs.update(profile="cpu-dropout", results_dir=str(tmp_path))
-    html = scorecard.verdict_box(["asymmetry_10m"], page).data  # no Full or AttnOnly at cpu-dropout: not run
+    html = scorecard.verdict_box(["asymmetry_10m"], page, fragile_cells=UNMARKED).data  # no Full or AttnOnly: not run
     assert "not run at this scale" in html and "—." not in html and "</a>.</li>" in html
 
 

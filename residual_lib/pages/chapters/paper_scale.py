@@ -51,10 +51,9 @@ def verdict_box(records: pd.DataFrame, study: str | None, stand_in: str, every_r
         return f"The scorecard judges `paper-10m` only; this book's runs of the setting are at `{study}`."
     scoped = records.copy()
     scoped.attrs = {**records.attrs, "profile": study}
-    own = every_run[every_run.profile == study]  # this column's verdicts read its own records only
-    shaky = scorecard.fragile(scorecard.sensitivity(stand_in=stand_in, records=own)) if len(own) else set()
-    return scorecard.verdict_box(CLAIMS, scoped, scorecard.build(records.attrs["results_dir"], stand_in, every_run),
-                                 fragile_cells=shaky)
+    table = scorecard.build(records.attrs["results_dir"], stand_in, every_run)
+    shaky = scorecard.fragile(scorecard.sensitivity(stand_in=stand_in, records=every_run, table=table, remember=True))
+    return scorecard.verdict_box(CLAIMS, scoped, table, fragile_cells=shaky)
 
 
 def recipe(study: str | None) -> str:

@@ -13,10 +13,13 @@ from IPython.display import HTML
 from ..names import prose_names
 from ...run.profiles import BOOK_PROFILE, DROPOUT_TWIN, get_profile
 from ...study import paper
+from ...core.paths import results_folder
+from ...study.frames import load_records
 from ..tables import listing, table
 from ..tables import number as fmt
 from .claims import CLAIMS, TITLES
 from .rule import PAPER_SCALE, stand_ins
+from .sensitivity import fragile, sensitivity
 from .verdicts import build
 
 #: Each verdict's symbol and short label in the verdict grid (a symbol as well as a colour,
@@ -266,8 +269,13 @@ def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | 
     ``claims`` at the page's profile with what the records show, each linking to its block on
     the scorecard page, and one line on what the page shows (its runs and seeds per profile). ``records`` are the page's, as :func:`residual_lib.pages.notebook.notebook_records`
     returns them: their ``attrs`` name the profile and the results folder. A verdict among
-    ``fragile_cells`` (``(claim, profile)`` pairs) is marked fragile, as the scorecard's grid marks it."""
+    ``fragile_cells`` (``(claim, profile)`` pairs; by default those of the scorecard built for the
+    page's profile, :func:`.sensitivity.sensitivity`) is marked fragile, as the scorecard's grid marks it."""
     profile, results_dir = records.attrs["profile"], records.attrs["results_dir"]
+    if fragile_cells is None:
+        every_run = load_records(results_folder(results_dir))
+        table = build(stand_in=profile, records=every_run) if table is None else table
+        fragile_cells = fragile(sensitivity(stand_in=profile, records=every_run, table=table, remember=True))
     table = build(results_dir, stand_in=profile) if table is None else table
     profiles = stand_ins(profile)
     rows = table[table.claim.isin(claims) & table.profile.isin(profiles)

@@ -4,11 +4,15 @@ table the scorecard page shows."""
 
 from __future__ import annotations
 
+import hashlib
 import inspect
+import json
+import tempfile
 from pathlib import Path
 
 import pandas as pd
 
+from ...core.files import atomic_write
 from ...core.paths import results_folder
 from ...run.profiles import BOOK_PROFILE
 from ...storage.records import read_record
@@ -17,17 +21,43 @@ from . import limits
 from .claims import TITLES
 from .history import changes_for
 from .limits import thresholds
+from .preregistration import FILES, digest
 from .rule import RULES, stand_ins
 from .verdicts import build
 
 
 def sensitivity(results_dir: str | Path | None = None, stand_in: str = BOOK_PROFILE, records: pd.DataFrame | None = None,
-                table: pd.DataFrame | None = None) -> pd.DataFrame:
+                table: pd.DataFrame | None = None, remember: bool = False) -> pd.DataFrame:
     """Every verdict recomputed at each alternative of every threshold: one row per
     threshold and alternative, with the verdicts that change (``changes``: a list of
-    ``(claim, profile, before, after)``)."""
+    ``(claim, profile, before, after)``). ``remember``: kept in the temporary folder under a name
+    made from everything the table depends on (:func:`_fingerprint`), so that the book's pages,
+    each of which marks its fragile verdicts, compute it once between them."""
     if records is None:
         records = load_records(results_folder(results_dir))
+    if not remember:
+        return _sensitivity(stand_in, records, table)
+    kept = Path(tempfile.gettempdir()) / f"residual-sensitivity-{_fingerprint(stand_in, records)}.json"
+    if kept.is_file():
+        rows = json.loads(kept.read_text())
+        return pd.DataFrame([{**r, "changes": [tuple(c) for c in r["changes"]]} for r in rows])
+    out = _sensitivity(stand_in, records, table)
+    atomic_write(kept, out.to_json(orient="records"))
+    return out
+
+
+def _fingerprint(stand_in: str, records: pd.DataFrame) -> str:
+    """What a sensitivity table depends on: the stand-in, every record's bytes, the thresholds
+    and their alternatives, and the code that decides a verdict (:data:`FILES`, and this module)."""
+    h = hashlib.sha256(f"{stand_in}\n{digest()}\n{len(FILES)}\n".encode())
+    h.update(Path(__file__).read_bytes())
+    h.update(repr([(t.name, getattr(limits, t.name), t.value, t.alternatives) for t in limits.THRESHOLDS]).encode())
+    for path in sorted(map(str, records.path)):
+        h.update(path.encode() + b"\n" + Path(path).read_bytes())
+    return h.hexdigest()[:32]
+
+
+def _sensitivity(stand_in: str, records: pd.DataFrame, table: pd.DataFrame | None) -> pd.DataFrame:
     base = build(stand_in=stand_in, records=records) if table is None else table
     base = base.set_index(["claim", "profile"])["verdict"]
     rows = []

@@ -34,7 +34,9 @@ from residual_lib.pages.tables import table as show_table
 
 records = load_records(results_folder(results_dir))
 table = scorecard.build(stand_in=profile, records=records)
-sensitivity = scorecard.sensitivity(stand_in=profile, records=records, table=table, remember=True)
+# kept (remember) for the chapters' verdict boxes, which mark the same fragile verdicts
+sensitivity = scorecard.sensitivity(stand_in=profile, records=records, table=table,
+                                    remember=True)
 fragile = scorecard.fragile(sensitivity)
 glue("n_fragile", len(fragile))
 counts = table.verdict.value_counts().reindex(scorecard.VERDICTS).dropna().astype(int)

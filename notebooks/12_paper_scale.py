@@ -99,7 +99,7 @@ else:
 layer0 = chapter.layer0(records)
 if len(layer0):
     display(table(layer0, decimals={"share at 0.000": 2}))
-display(Markdown(chapter.layer0_text(layer0)) if len(layer0) else none)
+display(Markdown(chapter.layer0_text(layer0, records)) if len(layer0) else none)
 
 # %% [markdown]
 # ## Attention to a position's own token

@@ -515,14 +515,17 @@ def test_the_pages_share_one_sensitivity_run_and_a_changed_record_gets_its_own(t
     fresh = scorecard.sensitivity(results)
     kept = scorecard.sensitivity(results, remember=True)
     pd.testing.assert_frame_equal(kept, fresh)
-    assert len(list((tmp_path / "tmp").glob("residual-sensitivity-*.json"))) == 1
+    kept = list((tmp_path / "tmp").glob("residual-lib-*/sensitivity-*.json"))
+    assert len(kept) == 1
     computed = module._sensitivity
     monkeypatch.setattr(module, "_sensitivity", lambda *a: pytest.fail("recomputed what was kept"))
     pd.testing.assert_frame_equal(scorecard.sensitivity(results, remember=True), fresh)  # read back, tuples and all
     monkeypatch.setattr(module, "_sensitivity", computed)
+    kept[0].write_text('[{"threshold": ')  # a damaged file is computed again, not trusted or fatal
+    pd.testing.assert_frame_equal(scorecard.sensitivity(results, remember=True), fresh)
     fake_record(results, "cpu", "ffn_only", 2, 3.34, layer0=0.0)  # the record changes: so does the table
     assert not scorecard.fragile(scorecard.sensitivity(results, remember=True))
-    assert len(list((tmp_path / "tmp").glob("residual-sensitivity-*.json"))) == 2
+    assert len(list((tmp_path / "tmp").glob("residual-lib-*/sensitivity-*.json"))) == 2
     # a chapter's box marks the fragile verdicts of the scorecard built for its profile, without being told them
     fake_record(results, "cpu", "ffn_only", 2, FLOOR - 0.07, layer0=0.0)
     records = load_records(results)

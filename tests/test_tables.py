@@ -59,11 +59,11 @@ def test_an_interval_is_one_column_whose_bound_near_zero_reads_as_zero():
 def test_numbers_written_as_text_align_right_as_numbers_do_and_words_stay_left():
     frame = pd.DataFrame({"step": ["8,750", MISSING, "12"], "run": ["seed 1", "seed 2", "3 a"],
                           "gap": ["−0.012", "3.2×10⁻⁴", None], "loss": [1.0, 2.0, 3.0], "escaped": [True, False, True],
-                          "none": [MISSING] * 3})
+                          "none": [MISSING] * 3, "share": ["3.7%", "12%", "1e-05"], "commit": ["8008129", "1234567", "—"]})
     html = table(frame).to_html()
     rule = html.split("{")[0]  # the selectors of the one right-aligning rule
     right = {int(c) for c in re.findall(r"_row0_col(\d+)", rule)}
-    assert right == {0, 2, 3}  # step, gap, loss; not the words, the booleans or a column of dashes only
+    assert right == {0, 2, 3, 6}  # step, gap, loss, share; not words, booleans, dashes only or commits
 
 
 def test_two_columns_with_one_header_are_refused():

@@ -119,14 +119,17 @@ def _grouped(column: pd.Series) -> bool:
 
 
 #: A cell of text that reads as one number ("8,750", "−0.012", "3.2×10⁻⁴") or the missing mark.
-_NUMBER_TEXT = re.compile(r"^[−+-]?[\d,]*\.?\d+(×10[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+)?$")
+_NUMBER_TEXT = re.compile(r"^[−+-]?[\d,]*\.?\d+(×10[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+|[eE][−+-]?\d+)?%?$")
+#: Digits alone, seven or more: an identifier (a short commit), not a number a table writes (it groups them).
+_IDENTIFIER = re.compile(r"^\d{7,}$")
 
 
 def _reads_as_numbers(column: pd.Series) -> bool:
     """Whether a column of text holds numbers only (and dashes for the missing), such as steps
     written with separators: aligned to the right, as the numeric columns are."""
-    cells = [MISSING if str(v).strip() in ("", "nan", "None") else str(v).strip() for v in column]
-    return any(c != MISSING for c in cells) and all(c == MISSING or _NUMBER_TEXT.match(c) for c in cells)
+    cells = [MISSING if str(v).strip() in ("", "nan", "None", "<NA>") else str(v).strip() for v in column]
+    return any(c != MISSING for c in cells) and all(
+        c == MISSING or (_NUMBER_TEXT.match(c) and not _IDENTIFIER.match(c)) for c in cells)
 
 
 def table(frame: pd.DataFrame | pd.Series, headers: dict[str, str] | None = None, decimals: int | dict = 3,

@@ -11,7 +11,7 @@ import pandas as pd
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from ...run.architecture import CENTRAL_VARIANTS
-from ...run.profiles import BOOK_PROFILE, PAPER_SCALE, get_profile
+from ...run.profiles import BOOK_PROFILE, PAPER_SCALE, PROFILES, get_profile
 from ...run.runs import PAPER_SEEDS
 from ...storage.records import read_record
 from ...study import analysis, paper
@@ -67,9 +67,10 @@ def recipe(study: str | None) -> str:
     if study == "paper-10m":
         text += (": nanoGPT's `shakespeare_char` recipe, which this book reads as the paper's 10M setting (the "
                  "summary names nanoGPT and its 10M scale, not the settings).")
-        return text + (" One difference: its linear and LayerNorm layers carry biases, as GPT-2's do and as every "
-                       "profile of this book's does, where nanoGPT's default has none; the summary does not say "
-                       "which the paper's models had." if p.bias else "")
+        every = " and as every profile of this book's does" if all(q.bias for q in PROFILES.values()) else ""
+        return text + (f" One difference: its linear and LayerNorm layers carry biases, as GPT-2's do{every}, where "
+                       "nanoGPT's default has none; the summary does not say which the paper's models had."
+                       if p.bias else "")
     return text + ": a small stand-in for `paper-10m` with its dropout, so that this chapter's code runs in seconds."
 
 
@@ -183,14 +184,25 @@ def _ffn_sentence(ffn: pd.DataFrame, values: pd.DataFrame) -> str:
 
 
 def _no_residual_sentence(runs: pd.DataFrame, values: pd.DataFrame) -> str:
-    """NoResidual against the floor and the paper's anchor (its 3.356 at the floor)."""
+    """NoResidual against the floor and the paper's anchor (its 3.356, at the paper's floor)."""
     paper_value = values.loc["no_residual", "value"]
-    off = [(int(s), f - x) for s, x, f in zip(runs.seed, runs.final_val_loss, runs.eval_floor) if status(x, f) != "floor"]
-    if not off:
+    states = [status(x, f) for x, f in zip(runs.final_val_loss, runs.eval_floor)]
+    if all(st == "floor" for st in states):
         every = " in every seed" if len(runs) > 1 else ""
         return f"NoResidual ends at the floor{every}, {_than(runs.final_val_loss.mean(), paper_value)} the paper's {paper_value:.3f}"
+    off = [(int(s), f - x) for s, x, f, st in zip(runs.seed, runs.final_val_loss, runs.eval_floor, states) if st != "floor"]
     parts = listing(f"seed {s} ends {abs(g):.3f} {'below' if g > 0 else 'above'} the floor" for s, g in off)
-    return f"NoResidual leaves the floor the paper places it at ({paper_value:.3f}): {parts}"
+    kept = len(runs) - len(off)
+    lead = f"NoResidual ends at the floor in {kept} of {len(runs)} seeds; " if kept else "NoResidual does not end at the floor: "
+    return lead + parts + f", where the paper's NoResidual ends at {paper_value:.3f}"
+
+
+def _conclusion() -> tuple[float, float] | None:
+    """The controlled AttnOnly result as the summary's conclusion gives it (mean, std), which
+    differs from sections 1, 6 and 8's: None where the claims file holds no such row."""
+    claims = paper.claims()
+    row = claims[(claims.variant == "attn_only") & (claims.quantity == "final_val_loss_conclusion")]
+    return (float(row.value.iloc[0]), float(row["std"].iloc[0])) if len(row) and pd.notna(row["std"].iloc[0]) else None
 
 
 def _attn_sentence(attn: pd.DataFrame, values: pd.DataFrame, lone: bool = False) -> str:
@@ -203,8 +215,13 @@ def _attn_sentence(attn: pd.DataFrame, values: pd.DataFrame, lone: bool = False)
         band = f" ({rel:.1%} of it, {'within' if rel <= tol else 'outside'} the {tol:.0%} the scorecard counts as agreeing"
         spread = values.loc["attn_only", "std"]
         if pd.notna(spread) and spread > 0 and abs(mean - paper_value) > 2 * spread:  # not the seeds' spread
-            band += (f", and {abs(mean - paper_value) / spread:.0f} times the {spread:.3f} standard deviation of the "
-                     f"paper's {values.loc['attn_only', 'seeds']}")
+            band += (f", {'and' if rel > tol else 'but'} {abs(mean - paper_value) / spread:.0f} times the {spread:.3f} "
+                     f"standard deviation of the paper's {values.loc['attn_only', 'seeds']}")
+            other = _conclusion()
+            if other is not None:
+                k = abs(mean - other[0]) / other[1]
+                band += (f"; its conclusion gives {other[0]:.3f} ± {other[1]:.3f} instead, from which this lies "
+                         + (f"{k:.1f}" if k < 10 else f"{k:.0f}") + " standard deviations")
         return f"{who}, ending {off} the paper's {paper_value:.3f}{band + ')' if off != 'equal to' else ''}"
     stuck = [int(s) for s, st in zip(attn.seed, states) if st != "recovered"]
     margin = scorecard.RECOVERY_MARGIN
@@ -243,8 +260,8 @@ def finding(records: pd.DataFrame, absent: list, study: str | None = "paper-10m"
     said = []  # one sentence a variant, in the order the ends above are listed
     if "full" in seeds:
         best = means.loc["full", "best_val_loss"]
-        said.append(f"Full's best loss is {best:.3f}, {_than(best, NANOGPT_BEST)} nanoGPT's published best of "
-                    f"{NANOGPT_BEST} for this configuration")
+        said.append(f"Full's best loss is {best:.3f}, {_than(best, NANOGPT_BEST)} the best of {NANOGPT_BEST} that "
+                    "nanoGPT publishes for its `shakespeare_char` run (biases aside, the same recipe)")
     if "attn_only" in seeds:
         said.append(_attn_sentence(records[records.variant == "attn_only"], values, lone=len(records) == 1))
     if "ffn_only" in seeds:
@@ -262,10 +279,11 @@ def cost(records: pd.DataFrame, study: str | None = "paper-10m") -> str:
     if study is None or not len(records):
         return f"`{study or 'paper-10m'}` trains on a CPU, one core a run"
     hours, rate = records.wall_seconds.mean() / 3600, records.tokens_per_second.mean()
-    took = f"{hours:.0f} hours" if hours >= 1 else f"{hours * 60:.0f} minutes"
-    runs = "its one run on record took" if len(records) == 1 else f"its {len(records)} runs on record took, on average,"
-    return (f"`{study}` trains on a CPU, one core a run ({runs} {took} of process time, evaluations included, "
-            f"training at {rate:,.0f} tokens/s)")
+    count, unit = (round(hours), "hour") if hours >= 1 else (round(hours * 60), "minute")
+    took = f"{count} {plural(unit, count)}"
+    runs = "its one run on record ran" if len(records) == 1 else f"its {len(records)} runs on record ran, on average,"
+    return (f"`{study}` trains on a CPU, one core a run ({runs} {took} with its evaluations, counting only the "
+            f"time its processes ran, and trained at {rate:,.0f} tokens/s)")
 
 
 def mean_curves(records: pd.DataFrame, stand_in: pd.DataFrame) -> pd.DataFrame:
@@ -326,12 +344,15 @@ def overfit_text(records: pd.DataFrame) -> str:
         return text + (f"No variant that learned overfits by more than {OVERFIT:g} nats at this budget." if len(shown) > 1 else one)
     worst = over.idxmax()
     runs = _seed_order(records[records.variant == worst])
+    runs = runs[runs.final_val_loss - runs.best_val_loss > OVERFIT] if len(runs) > 1 else runs  # the seeds that do
     steps = [int(b) for b in _field(runs, "best_step")]
-    when = (f"at step {steps[0]:,}" if len(steps) == 1 else
-            "at steps " + listing(f"{b:,} (seed {s})" for s, b in zip(runs.seed, steps)))
+    several = (records.variant == worst).sum() > 1
+    when = (f"at step {steps[0]:,}" + (f" in seed {runs.seed.iloc[0]}" if several else "") + " and rises after it"
+            if len(steps) == 1 else
+            "at step " + listing(f"{b:,} in seed {s}" for s, b in zip(runs.seed, steps)) + " and rises after each")
     whose = "its" if len(over) == 1 else f"{display_name(worst)}'s"
     return text + (f"{listing(display_name(v) for v in over.index)} {'overfits' if len(over) == 1 else 'overfit'}: "
-                   f"{whose} validation loss is lowest {when} and rises after it.")
+                   f"{whose} validation loss is lowest {when}.")
 
 
 #: The captions and alt texts of the chapter's figure.

@@ -46,9 +46,10 @@ def layer0(records: pd.DataFrame) -> pd.DataFrame:
     return out.rename_axis("variant").reset_index()
 
 
-def layer0_text(table: pd.DataFrame) -> str:
+def layer0_text(table: pd.DataFrame, records: pd.DataFrame | None = None) -> str:
     """The block-0 table (:func:`layer0`) in a sentence: each variant's median, and how often the
-    partial variants' gradient rounds to the paper's 0.000."""
+    partial variants' gradient rounds to the paper's 0.000; with the ``records`` it was read from,
+    whether an AttnOnly that recovers does so with a starved block 0, as the paper's section 7 has it."""
     if not len(table):
         return ""
     rows = table.set_index("variant")
@@ -61,10 +62,12 @@ def layer0_text(table: pd.DataFrame) -> str:
     if "AttnOnly" in partial:
         text += (" The summary is not consistent about where the paper measured AttnOnly's 0.000: its sections 4 and"
                  " 8 place it in the nanoGPT runs, in which AttnOnly had collapsed ([chapter 4](04_joint_collapse)),"
-                 " while its section 7 takes it as true of the sweep in which AttnOnly recovers, and builds the"
-                 " routing proposal on that recovery despite a starved block 0.")
-        if rows.loc["AttnOnly", "share at 0.000"] <= 0:
-            text += (" Here AttnOnly's block 0 keeps a gradient at every logged step from step "
+                 " while its section 7 sets it beside the sweep in which AttnOnly recovers, and builds the routing"
+                 " proposal on recovery despite a starved block 0.")
+        attn = records[records.variant == "attn_only"] if records is not None else ()
+        recovered = len(attn) and bool(((attn.eval_floor - attn.final_val_loss) > scorecard.RECOVERY_MARGIN).all())
+        if recovered and rows.loc["AttnOnly", "share at 0.000"] <= 0:
+            text += (" Here AttnOnly recovers with its block 0 keeping a gradient at every logged step from step "
                      f"{int(rows['from step'].iloc[0]):,} on, so that premise does not hold at this setting.")
     return text
 
@@ -102,8 +105,10 @@ def alpha_text(table: pd.DataFrame, uniform: float) -> str:
     if "AttnOnly" not in rows.index:
         return f"Attention spread evenly over the causal window would give α_tt = {uniform:.3f}."
     attn, line = rows.loc["AttnOnly"], scorecard.ALPHA_NEAR_ONE
+    seeds = int(attn["seeds"])
+    over = f" (each seed's own, averaged over its {seeds} seeds, as the scorecard reads them)" if seeds > 1 else ""
     text = (f"AttnOnly's α_tt averages {attn['mean']:.3f} over its layers and heads; its most self-attending layer "
-            f"averages {attn['best layer']:.3f} and its largest head {attn['largest head']:.3f}, against "
+            f"averages {attn['best layer']:.3f} and its largest head {attn['largest head']:.3f}{over}, against "
             f"{uniform:.3f} for attention spread evenly over the causal window and the {line:g} the scorecard asks "
             f"of a layer's mean before it counts α_tt as ≈ 1: {'a' if attn['best layer'] >= line else 'no'} layer "
             "reaches the paper's proposed self-routing.")

@@ -4,13 +4,16 @@ table the scorecard page shows."""
 
 from __future__ import annotations
 
+import getpass
 import hashlib
 import inspect
 import json
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import scipy
 
 from ...core.files import atomic_write
 from ...core.paths import results_folder
@@ -21,37 +24,56 @@ from . import limits
 from .claims import TITLES
 from .history import changes_for
 from .limits import thresholds
-from .preregistration import FILES, digest
 from .rule import RULES, stand_ins
 from .verdicts import build
+
+#: The package whose every file a kept sensitivity table is fingerprinted by.
+_PACKAGE = Path(__file__).resolve().parents[2]
 
 
 def sensitivity(results_dir: str | Path | None = None, stand_in: str = BOOK_PROFILE, records: pd.DataFrame | None = None,
                 table: pd.DataFrame | None = None, remember: bool = False) -> pd.DataFrame:
     """Every verdict recomputed at each alternative of every threshold: one row per
     threshold and alternative, with the verdicts that change (``changes``: a list of
-    ``(claim, profile, before, after)``). ``remember``: kept in the temporary folder under a name
-    made from everything the table depends on (:func:`_fingerprint`), so that the book's pages,
-    each of which marks its fragile verdicts, compute it once between them."""
+    ``(claim, profile, before, after)``). ``remember``: kept in this user's temporary folder under a
+    name made from everything the table depends on (:func:`_fingerprint`), so that the book's pages,
+    each of which marks its fragile verdicts, compute it once between them; a kept file that cannot
+    be read is computed again, and one that cannot be written is not kept."""
     if records is None:
         records = load_records(results_folder(results_dir))
     if not remember:
         return _sensitivity(stand_in, records, table)
-    kept = Path(tempfile.gettempdir()) / f"residual-sensitivity-{_fingerprint(stand_in, records)}.json"
-    if kept.is_file():
+    table = build(stand_in=stand_in, records=records) if table is None else table
+    kept = _kept_folder() / f"sensitivity-{_fingerprint(stand_in, records, table)}.json"
+    try:
         rows = json.loads(kept.read_text())
         return pd.DataFrame([{**r, "changes": [tuple(c) for c in r["changes"]]} for r in rows])
+    except (OSError, ValueError, KeyError, TypeError):  # none kept yet, or a damaged file
+        pass
     out = _sensitivity(stand_in, records, table)
-    atomic_write(kept, out.to_json(orient="records"))
+    try:
+        atomic_write(kept, out.to_json(orient="records", double_precision=15))
+    except OSError:
+        pass
     return out
 
 
-def _fingerprint(stand_in: str, records: pd.DataFrame) -> str:
-    """What a sensitivity table depends on: the stand-in, every record's bytes, the thresholds
-    and their alternatives, and the code that decides a verdict (:data:`FILES`, and this module)."""
-    h = hashlib.sha256(f"{stand_in}\n{digest()}\n{len(FILES)}\n".encode())
-    h.update(Path(__file__).read_bytes())
+def _kept_folder() -> Path:
+    """This user's folder for kept tables in the temporary folder (no one else can write to it)."""
+    folder = Path(tempfile.gettempdir()) / f"residual-lib-{getpass.getuser()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return folder
+
+
+def _fingerprint(stand_in: str, records: pd.DataFrame, table: pd.DataFrame) -> str:
+    """What a sensitivity table depends on: the stand-in, the verdicts it starts from, every
+    record's bytes, the thresholds and their alternatives, the package's code and data (profiles,
+    rules, analysis: every file of it) and the versions of the libraries that compute them."""
+    h = hashlib.sha256(f"{stand_in}\n{pd.__version__}\n{np.__version__}\n{scipy.__version__}\n".encode())
+    h.update(table[["claim", "profile", "verdict"]].to_csv(index=False).encode())
     h.update(repr([(t.name, getattr(limits, t.name), t.value, t.alternatives) for t in limits.THRESHOLDS]).encode())
+    for path in sorted(p for p in _PACKAGE.rglob("*") if p.suffix in (".py", ".csv")):
+        h.update(str(path.relative_to(_PACKAGE)).encode() + b"\n" + path.read_bytes())
     for path in sorted(map(str, records.path)):
         h.update(path.encode() + b"\n" + Path(path).read_bytes())
     return h.hexdigest()[:32]

@@ -508,6 +508,8 @@ def test_the_pages_share_one_sensitivity_run_and_a_changed_record_gets_its_own(t
     module = importlib.import_module("residual_lib.pages.scorecard.sensitivity")  # the package exports the function
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    from residual_lib.pages.scorecard import limits  # one threshold is enough to keep and fingerprint: a quicker test
+    monkeypatch.setattr(limits, "THRESHOLDS", tuple(t for t in limits.THRESHOLDS if t.name == "FLOOR_TOL"))
     (tmp_path / "tmp").mkdir()
     results = tmp_path / "results"
     central(results, "cpu", attn=1.8, ffn=3.34)

@@ -153,6 +153,11 @@ def badge(verdict: str) -> str:
             f'<span class="verdict-symbol" aria-hidden="true">{symbol}</span> {html.escape(label)}</span>')
 
 
+#: The mark after a verdict that changes at a plausible value of a threshold (the grid's and the chapters' boxes').
+_FRAGILE = ('<span class="verdict-fragile" title="changes at a plausible threshold: see the scorecard\'s threshold '
+            'table"> fragile</span>')
+
+
 def grid_html(frame: pd.DataFrame, link: str = "scorecard.html", fragile_cells: set | None = None) -> str:
     """:func:`grid` as an HTML table: each cell a symbol and a short label, classed by
     verdict; each claim links to its block on the scorecard page (``link``). A cell of
@@ -169,9 +174,7 @@ def grid_html(frame: pd.DataFrame, link: str = "scorecard.html", fragile_cells: 
                 cells.append('<td class="verdict-none" title="not a claim at this profile">—</td>')
                 continue
             symbol, label = GRID_LABELS[verdict]
-            shaky = (ids.get(claim, claim), profile) in fragile_cells
-            mark = ('<span class="verdict-fragile" title="changes at a plausible threshold: see the threshold table">'
-                    ' fragile</span>' if shaky else "")
+            mark = _FRAGILE if (ids.get(claim, claim), profile) in fragile_cells else ""
             cells.append(f'<td class="verdict {verdict_slug(verdict)}" title="{html.escape(verdict)}">'
                          f'<span class="verdict-symbol" aria-hidden="true">{symbol}</span>'
                          f'<span class="verdict-label"> {html.escape(label)}</span>{mark}</td>')
@@ -272,11 +275,10 @@ def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | 
     ``fragile_cells`` (``(claim, profile)`` pairs; by default those of the scorecard built for the
     page's profile, :func:`.sensitivity.sensitivity`) is marked fragile, as the scorecard's grid marks it."""
     profile, results_dir = records.attrs["profile"], records.attrs["results_dir"]
+    every_run = load_records(results_folder(results_dir)) if table is None or fragile_cells is None else None
+    table = build(stand_in=profile, records=every_run) if table is None else table
     if fragile_cells is None:
-        every_run = load_records(results_folder(results_dir))
-        table = build(stand_in=profile, records=every_run) if table is None else table
         fragile_cells = fragile(sensitivity(stand_in=profile, records=every_run, table=table, remember=True))
-    table = build(results_dir, stand_in=profile) if table is None else table
     profiles = stand_ins(profile)
     rows = table[table.claim.isin(claims) & table.profile.isin(profiles)
                  & ((table.profile == profile) | (table.verdict != "not run at this scale"))]
@@ -286,8 +288,7 @@ def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | 
             where = f" <code>{html.escape(row.profile)}</code>" if row.profile != profile else ""
             said = prose_names(str(row.ours))
             ours = "" if said in ("—", "") else f" {html.escape(said[:1].upper() + said[1:])}."  # a sentence after the title
-            shaky = ('<span class="verdict-fragile" title="changes at a plausible threshold: see the scorecard\'s '
-                     'threshold table"> fragile</span>' if (claim, row.profile) in (fragile_cells or ()) else "")
+            shaky = _FRAGILE if (claim, row.profile) in fragile_cells else ""
             items.append(f'<li>{badge(row.verdict)}{shaky}{where} <a href="../book/scorecard.html#{claim_anchor(claim)}">'
                          f"{html.escape(TITLES.get(claim, claim))}</a>.{ours}{_wider(row, records)}</li>")
     shown = ""

@@ -64,7 +64,7 @@ def entry(row, profiles) -> str:
         f" {row.paper}."
         + (f" ({row.paper_note}.)" if row.paper_note else "")
         + (
-            f"\n- **Here** ({seeds_text(row.seeds)}): {row.ours}."
+            f"\n- **Here** ({seeds_text(row.seeds)}): {scorecard.ours_text(row.ours)}."
             if row.ours != "—"
             else ""
         )

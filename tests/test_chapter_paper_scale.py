@@ -76,7 +76,9 @@ def test_the_finding_reads_collapse_recovery_and_fulls_best_from_the_records():
     assert "(0.3% of it, within the 2% the scorecard counts as agreeing)." in near
     far = chapter.finding(_frame(attn_only=1.522), [])  # 3.7% off: said to lie outside the agreement band
     assert "3.335. It recovers, ending 0.058 below the paper's 1.580 (3.7% of it, outside the 2%" in far  # one run: named once
-    assert "(" not in chapter.finding(_frame(attn_only=1.5802), []).split("the paper's 1.580")[1]  # equal: no share
+    level = chapter.finding(_frame(attn_only=1.5802, ffn_only=3.3503), [])  # equal at three decimals
+    assert "ending level with the paper's 1.580." in level  # no share of it
+    assert "as in the paper's collapse, ending level with its 3.350 ± 0.002 (8 seeds)." in level
     empty = chapter.finding(_frame().head(0), plan("12_paper_scale", "cpu"))
     assert empty == ("No `paper-10m` run is recorded yet: the 8 runs of the paper's own setting this chapter plans "
                      "are still to come.")

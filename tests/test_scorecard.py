@@ -644,6 +644,23 @@ def test_the_verdict_box_says_when_a_verdict_reads_more_seeds_than_its_page_and_
     assert "not run at this scale" in html and "—." not in html and "</a>.</li>" in html
 
 
+def test_a_mean_over_one_seed_is_shown_without_a_spread(tmp_path):
+    from residual_lib.study.frames import load_records
+
+    fake_record(tmp_path, "paper-10m", "attn_only", 1337, 1.52)
+    fake_record(tmp_path, "paper-10m", "ffn_only", 1337, 3.35)
+    table = scorecard.build(tmp_path)
+    said = table[(table.claim == "ffn_collapse_10m") & (table.profile == "paper-10m")].ours.iloc[0]
+    assert "± —" in said  # the rule's own text: one seed has no standard deviation
+    records = load_records(tmp_path)
+    records.attrs.update(profile="paper-10m", results_dir=str(tmp_path))
+    box = scorecard.verdict_box(["ffn_collapse_10m"], records, fragile_cells=UNMARKED).data
+    block = scorecard.claims_html(table)
+    for shown in (box, block):
+        assert "FFNOnly 3.350, floor" in shown and "± —" not in shown
+    assert scorecard.ours_text("ffn_only 3.340 ± 0.010, floor 3.347") == "FFNOnly 3.340 ± 0.010, floor 3.347"
+
+
 def test_the_headline_states_the_asymmetry_over_the_sweeps_seeds_and_every_ffn_only_escape(tmp_path):
     from residual_lib.study.frames import load_records
 

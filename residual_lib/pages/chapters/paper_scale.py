@@ -126,9 +126,10 @@ def _seed_order(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _than(x: float, reference: float) -> str:
-    """``x`` against ``reference`` in words: "0.030 above", "0.012 below" or "equal to"."""
+    """``x`` against ``reference`` in words: "0.030 above", "0.012 below" or, equal at three
+    decimals, "level with"."""
     gap = abs(x - reference)
-    return "equal to" if not round(gap, 3) else f"{gap:.3f} {'above' if x > reference else 'below'}"
+    return "level with" if not round(gap, 3) else f"{gap:.3f} {'above' if x > reference else 'below'}"
 
 
 def status(loss: float, floor: float) -> str:
@@ -157,7 +158,8 @@ def comparison(records: pd.DataFrame, stand_in: pd.DataFrame, stand_in_name: str
                      "best at step": "; ".join(f"{int(b):,}" + (f" (seed {s})" if len(mine) > 1 else "")
                                                for s, b in zip(mine.seed, steps)),
                      "at the floor": f"{at_floor} of {len(mine)}", "the paper": values.loc[variant, "text"],
-                     "final vs the paper": _than(mine.final_val_loss.mean(), values.loc[variant, "value"]),
+                     "final vs the paper": _than(mine.final_val_loss.mean(), values.loc[variant, "value"]
+                                                 ).removesuffix(" with"),
                      "nanoGPT best": f"{NANOGPT_BEST}" if variant == "full" else "—",
                      f"stand-in ({stand_in_name})": mean_std(theirs, seeds=True) if len(theirs) else "—"})
     return pd.DataFrame(rows)
@@ -222,7 +224,7 @@ def _attn_sentence(attn: pd.DataFrame, values: pd.DataFrame, lone: bool = False)
                 k = abs(mean - other[0]) / other[1]
                 band += (f"; its conclusion gives {other[0]:.3f} ± {other[1]:.3f} instead, from which this lies "
                          + (f"{k:.1f}" if k < 10 else f"{k:.0f}") + " standard deviations")
-        return f"{who}, ending {off} the paper's {paper_value:.3f}{band + ')' if off != 'equal to' else ''}"
+        return f"{who}, ending {off} the paper's {paper_value:.3f}{band + ')' if off != 'level with' else ''}"
     stuck = [int(s) for s, st in zip(attn.seed, states) if st != "recovered"]
     margin = scorecard.RECOVERY_MARGIN
     if len(stuck) == n:

@@ -37,6 +37,13 @@ GRID_LABELS = {
 }
 
 
+def ours_text(ours: str) -> str:
+    """A rule's "ours" as the book shows it: the variants by their prose names, and no
+    " ± —" where a mean rests on one seed (its spread is undefined, and the seed count is
+    stated beside it)."""
+    return prose_names(str(ours)).replace(" ± —", "")
+
+
 def verdict_slug(verdict: str) -> str:
     return "v-" + "".join(c if c.isalnum() else "-" for c in verdict.lower()).strip("-").replace("--", "-")
 
@@ -205,7 +212,7 @@ def claims_html(table: pd.DataFrame) -> str:
                             f"</span> {badge(r.verdict)}</span>" for r in rows.itertuples())
         per_profile = "".join(
             f"<tr><th scope=\"row\">{html.escape(r.profile)}</th><td>{badge(r.verdict)}</td>"
-            f"<td>{html.escape(prose_names(str(r.ours)))}</td><td>{html.escape(str(r.seeds))}</td></tr>"
+            f"<td>{html.escape(ours_text(r.ours))}</td><td>{html.escape(str(r.seeds))}</td></tr>"
             for r in rows.itertuples())
         rule = next((r for r in rows.rule if r), "")
         note = f"<p><em>About the paper's values:</em> {html.escape(first.paper_note)}.</p>" if first.paper_note else ""
@@ -286,7 +293,7 @@ def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | 
     for claim in claims:
         for row in rows[rows.claim == claim].itertuples():
             where = f" <code>{html.escape(row.profile)}</code>" if row.profile != profile else ""
-            said = prose_names(str(row.ours))
+            said = ours_text(row.ours)
             ours = "" if said in ("—", "") else f" {html.escape(said[:1].upper() + said[1:])}."  # a sentence after the title
             shaky = _FRAGILE if (claim, row.profile) in fragile_cells else ""
             items.append(f'<li>{badge(row.verdict)}{shaky}{where} <a href="../book/scorecard.html#{claim_anchor(claim)}">'

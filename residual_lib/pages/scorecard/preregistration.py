@@ -287,10 +287,12 @@ def _late_dated(s: dict) -> str:
                f"the starts they record (the first {recorded}) are later than the true ones."))
 
 
-def _while_training(s: dict) -> str:
+def _while_training(s: dict, brief: bool = False) -> str:
     """A clause on the amendments made after the code of a ``paper-10m`` record was committed (a run may have been
-    training), and on those between a record's start as recorded and its end (a run was under way), or none."""
+    training), and on those between a record's start as recorded and its end (a run was under way), or none;
+    ``brief``: the first only, where there is one."""
     k, during, one = s["amended_after_code"], s.get("amended_while_training", 0), s["records"] == 1
+    during = 0 if brief and k else during
     text = ""
     if k:
         when = s["code_from"].astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -306,8 +308,9 @@ def _while_training(s: dict) -> str:
 
 
 def statement(records: pd.DataFrame, brief: bool = False) -> str:
-    """The scorecard's sentences on the registration; ``brief``: the amendments counted, not
-    listed (the scorecard lists them), for a chapter's opening."""
+    """The scorecard's sentences on the registration; ``brief``: for a chapter's opening, the
+    amendments counted, not listed, and the records' start times left to the scorecard, which
+    gives both."""
     s = status(records)
     if s["commit"] is None:
         return (f"The rules that judge `{PROFILE}` were registered by their digest (sha256 {s['digest'][:16]}…), "
@@ -327,7 +330,7 @@ def statement(records: pd.DataFrame, brief: bool = False) -> str:
             text += f"all {n} `{PROFILE}` records" + (
                 "" if not first else f": the first of those that give a true start began {first}"
                 if s["late_dated"] else f": the first of them started {first}")
-        text += _descent(s, which=n == 1 and not first) + "." + _late_dated(s)
+        text += _descent(s, which=n == 1 and not first) + "." + ("" if brief else _late_dated(s))
     else:
         after, unknown = s["started_after"], s["unknown"]
         before = n - after - unknown
@@ -338,15 +341,16 @@ def statement(records: pd.DataFrame, brief: bool = False) -> str:
         text = text.replace("were registered before its data", "were registered") + (
             f"{some} of the {n} `{PROFILE}` records: {' and '.join(parts)}, so the verdicts that read "
             f"{'it' if n - after == 1 else 'them'} may rest on rules written with {'it' if n - after == 1 else 'them'}"
-            " in view.") + _late_dated(s)
+            " in view.") + ("" if brief else _late_dated(s))
     if AMENDMENTS and brief:
         times = {1: "once", 2: "twice"}.get(len(AMENDMENTS), f"{len(AMENDMENTS)} times")
         existed, made = sum(a.records_existed for a in AMENDMENTS), len(AMENDMENTS)
         when = ("before any `paper-10m` record existed" if not existed else "after a `paper-10m` record existed")
         when = (when if made == 1 else f"each {when}" if existed in (0, made) else
                 f"{existed} of them after a `paper-10m` record existed")
-        text += (f" The files were amended {times} since, {when}" + _while_training(s) +
-                 "; the [scorecard](../book/scorecard) lists what each changed and why.")
+        text += (f" The files were amended {times} since, {when}" + _while_training(s, brief=True) +
+                 "; the [scorecard](../book/scorecard) lists what each changed and why"
+                 + (", and when the runs started." if s["records"] else "."))
     elif AMENDMENTS:
         times = {1: "once", 2: "twice"}.get(len(AMENDMENTS), f"{len(AMENDMENTS)} times")
         text += f" The files were amended {times} since{_while_training(s)}. Each change, oldest first:\n\n" + "\n".join(

@@ -36,7 +36,7 @@ def test_records_are_checked_against_the_registration_commit(monkeypatch):
     assert ("precedes none of the 2 `paper-10m` records: 1 started before it and 1 does not record when it "
             "started, so the verdicts that read them") in preregistration.statement(frame)
     empty = preregistration.statement(frame[frame.profile == "cpu"])
-    assert "since none exists yet" in empty
+    assert "since none is among these results" in empty  # amended "after a record existed": not "none exists"
 
 
 def test_code_that_held_the_registration_commit_is_evidence_no_clock_gives(monkeypatch):
@@ -83,7 +83,11 @@ def test_a_start_dated_after_the_fact_is_not_quoted_as_evidence(monkeypatch):
     text = preregistration.statement(one)
     assert "started 2026-12-05 08:00" not in text and ("precedes the one `paper-10m` record, which was trained by code that already "
                                     "held that commit. Its record gives no true start") in text
-    assert "no true start" not in preregistration.statement(one, brief=True)  # the scorecard says it
+    brief = preregistration.statement(one, brief=True)  # a chapter's opening points to the scorecard for it
+    assert "no true start" not in brief and brief.endswith(
+        "lists what each changed and why, and why the start its record gives is later than the true one.")
+    assert preregistration.statement(frame, brief=True).endswith(
+        "and why the start one of the records gives is later than the true one.")
     monkeypatch.setattr(preregistration, "descends", lambda commit, sha: False)  # old code, before the rules too
     s = preregistration.status(one)
     assert (s["holds"], s["unknown"], s["first_start"]) == (False, 1, None)  # its clock is no evidence of after
@@ -113,15 +117,12 @@ def test_amendments_made_after_a_records_code_was_committed_are_said_to_be_so(mo
     # and an amendment after the record's end is not counted as possibly made while it trained
     after_code = sum(a.when <= end for a in amendments[3:])
     assert preregistration.status(bracket)["amended_after_code"] == after_code
-    assert (f"; {after_code} of them came after the code that trained it was committed ({amendments[2].date}) and"
+    said = (f"; {after_code} of them came after the code that trained it was committed ({amendments[2].date}) and"
             f" before its end, so possibly while that run was training, and {inside} of those fell between the start"
-            " its record gives and its end, while it was under way. Each change") in preregistration.statement(bracket)
-    # a chapter's opening says the first count only, and leaves the start times to the scorecard
-    brief = preregistration.statement(bracket, brief=True)
-    assert (f"; {after_code} of them came after the code that trained it was committed ({amendments[2].date}) and"
-            " before its end, so possibly while that run was training; the [scorecard](../book/scorecard) lists what"
-            " each changed and why, and when the runs started.") in brief
-    assert "fell between" not in brief
+            " its record gives and its end, while it was under way")
+    assert said + ". Each change" in preregistration.statement(bracket)
+    assert said + "; the [scorecard](../book/scorecard) lists what each changed and why." in (
+        preregistration.statement(bracket, brief=True))  # its start is its own: nothing to point to
     # the amendments inside a record's span are said even where its code's commit is not in this history
     monkeypatch.setattr(preregistration, "commit_time", lambda sha: None)
     assert (f"; {inside} of them fell between the start its record gives and its end, while that run was under way;"

@@ -287,12 +287,23 @@ def _late_dated(s: dict) -> str:
                f"the starts they record (the first {recorded}) are later than the true ones."))
 
 
-def _while_training(s: dict, brief: bool = False) -> str:
+def _late_pointer(s: dict) -> str:
+    """What the scorecard adds on the records whose start is left out (:func:`_late_dated`), for
+    a chapter's brief statement, or nothing."""
+    k, n = s["late_dated"], s["records"]
+    if not k:
+        return ""
+    if n == 1:
+        return ", and why the start its record gives is later than the true one"
+    if k == 1:
+        return ", and why the start one of the records gives is later than the true one"
+    return f", and why the starts {'the' if k == n else f'{k} of the'} records give are later than the true ones"
+
+
+def _while_training(s: dict) -> str:
     """A clause on the amendments made after the code of a ``paper-10m`` record was committed (a run may have been
-    training), and on those between a record's start as recorded and its end (a run was under way), or none;
-    ``brief``: the first only, where there is one."""
+    training), and on those between a record's start as recorded and its end (a run was under way), or none."""
     k, during, one = s["amended_after_code"], s.get("amended_while_training", 0), s["records"] == 1
-    during = 0 if brief and k else during
     text = ""
     if k:
         when = s["code_from"].astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -309,8 +320,8 @@ def _while_training(s: dict, brief: bool = False) -> str:
 
 def statement(records: pd.DataFrame, brief: bool = False) -> str:
     """The scorecard's sentences on the registration; ``brief``: for a chapter's opening, the
-    amendments counted, not listed, and the records' start times left to the scorecard, which
-    gives both."""
+    amendments counted, not listed, and why a record's start is not its true one left to the
+    scorecard, which says both."""
     s = status(records)
     if s["commit"] is None:
         return (f"The rules that judge `{PROFILE}` were registered by their digest (sha256 {s['digest'][:16]}…), "
@@ -322,7 +333,7 @@ def statement(records: pd.DataFrame, brief: bool = False) -> str:
     n = s["records"]
     first = s["first_start"].strftime("%Y-%m-%d %H:%M UTC") if s["first_start"] is not None else None
     if not n:
-        text += f"every `{PROFILE}` record, since none exists yet."
+        text += f"every `{PROFILE}` record, since none is among these results."
     elif s["holds"]:
         if n == 1:
             text += f"the one `{PROFILE}` record" + (f": it started {first}" if first else "")
@@ -348,9 +359,8 @@ def statement(records: pd.DataFrame, brief: bool = False) -> str:
         when = ("before any `paper-10m` record existed" if not existed else "after a `paper-10m` record existed")
         when = (when if made == 1 else f"each {when}" if existed in (0, made) else
                 f"{existed} of them after a `paper-10m` record existed")
-        text += (f" The files were amended {times} since, {when}" + _while_training(s, brief=True) +
-                 "; the [scorecard](../book/scorecard) lists what each changed and why"
-                 + (", and when the runs started." if s["records"] else "."))
+        text += (f" The files were amended {times} since, {when}" + _while_training(s) +
+                 "; the [scorecard](../book/scorecard) lists what each changed and why" + _late_pointer(s) + ".")
     elif AMENDMENTS:
         times = {1: "once", 2: "twice"}.get(len(AMENDMENTS), f"{len(AMENDMENTS)} times")
         text += f" The files were amended {times} since{_while_training(s)}. Each change, oldest first:\n\n" + "\n".join(

@@ -292,7 +292,7 @@ def _bench(args) -> int:
         raise RunError(f"--fuse-sizes must each be 2 or more, got {' '.join(map(str, sizes))}")
     result = bench(args.profile, fuse=args.fuse, steps=args.steps, warmup=args.warmup, device=device,
                    compile=args.compile, repeats=args.repeats, threads=args.threads, reference=args.reference,
-                   fuse_sizes=tuple(sizes))
+                   fuse_sizes=tuple(sizes), progress=(lambda so_far: write_json(so_far, args.json)) if args.json else None)
     print(report(result))
     if args.json:
         write_json(result, args.json)

@@ -121,6 +121,72 @@ def test_the_device_script_trains_a_fused_group_of_eight_on_cpu(tmp_path):
     assert "plan:" not in (out / "env.txt").read_text()  # FUSE given: nothing planned
 
 
+def test_the_device_script_refuses_a_short_commit_before_doing_anything(tmp_path):
+    env = {**os.environ, "COMMIT": "1b69e63", "OUT": str(tmp_path / "out"), "PYTHON": sys.executable}
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "device_check.sh")], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stderr.strip() == \
+        "COMMIT must be the full 40-character sha: pass COMMIT=$(git rev-parse HEAD)"
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_device_script_killed_mid_sweep_still_brings_back_the_records_finished_by_then(tmp_path):
+    """Without a benchmark there is no plan: the first seed trains a run at a time. The records
+    are packed while the sweep runs, so a call killed at its timeout keeps the finished ones."""
+    import signal
+    import time
+
+    out = tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if k not in ("RESIDUAL_DATA_DIR", "SECONDS")}
+    env.update(DEVICE="cpu", PROFILE="smoke", SECONDS="900", SEEDS="1 2", SKIP="checks bench", PACK_EVERY="1", OUT=str(out),
+               WORK=str(tmp_path / "work"), PYTHON=sys.executable, PYTHONPATH=str(ROOT))
+    script = subprocess.Popen(["bash", str(ROOT / "scripts" / "device_check.sh")], cwd=tmp_path, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    archive, names = out / "records.tar.gz", []
+    try:
+        give_up = time.monotonic() + 600
+        while not names and time.monotonic() < give_up and script.poll() is None:
+            time.sleep(2)
+            if archive.exists():
+                with tarfile.open(archive) as packed:
+                    names = packed.getnames()
+    finally:
+        os.killpg(script.pid, signal.SIGKILL)  # as a call's timeout ends it: no clean-up runs
+        script.wait()
+    assert names, "no record was packed while the sweep ran"
+    with tarfile.open(archive) as packed:
+        packed.extractall(tmp_path / "unpacked", filter="data")
+        names = packed.getnames()
+    assert 1 <= len(names) < 4 and all(n.startswith("results/smoke/") and "_seed1_" in n for n in names)
+    assert all(validate_record(tmp_path / "unpacked" / n)["status"] == "ok" for n in names)
+    env_txt = (out / "env.txt").read_text()
+    assert "checks skipped" in env_txt and "bench skipped" in env_txt
+    assert "training seed 1 one run at a time, without a plan" in env_txt
+
+
+def test_a_group_size_that_fails_is_kept_as_none_and_the_rates_so_far_are_reported_as_they_come(monkeypatch):
+    from residual_lib.commands import bench as bench_module
+
+    real = bench_module._Loop
+
+    def loop(profile, corpus, n_models, fused, device, **kw):
+        if n_models == 8 and fused:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real(profile, corpus, n_models, fused, device, **kw)
+
+    monkeypatch.setattr(bench_module, "_Loop", loop)
+    monkeypatch.setattr(bench_module, "_sweep_throughput", lambda *a, **k: 1.0)  # not what this test is about
+    seen = []
+    result = bench_module.bench("smoke", fuse=2, steps=1, warmup=0, repeats=1, device="cpu", threads=1,
+                                fuse_sizes=(4, 8, 16), progress=seen.append)
+    assert list(result["fused_sizes"]) == ["4", "8"] and result["fused_sizes"]["8"] is None  # 16 not tried
+    assert result["fused_sizes"]["4"] > 0 and "out of memory" in result["fused_size_errors"]["8"]
+    assert seen[0]["single_tokens_per_s"] > 0 and "fused_sizes" not in seen[0]  # the plan's rate comes first
+    assert [list(s.get("fused_sizes", {})) for s in seen] == [[], ["4"], ["4", "8"]]
+    line = next(x for x in bench_module.report(result).splitlines() if x.startswith("  fused8 "))
+    assert line.split()[1] == "failed" and "OutOfMemoryError: CUDA out of memory" in line
+
+
 def test_a_plan_fills_the_time_left_with_whole_groups():
     from residual_lib.commands.devicecheck import PLAN_MARGIN, finish_seconds, plan_groups, run_seconds
     from residual_lib.run.profiles import get_profile

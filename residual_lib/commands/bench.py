@@ -32,6 +32,7 @@ import json
 import multiprocessing as mp
 import os
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -238,11 +239,15 @@ def bench(
     threads: int | None = None,
     reference: str | os.PathLike | None = None,
     fuse_sizes: tuple[int, ...] = (),
+    progress: Callable[[dict], None] | None = None,
 ) -> dict:
     """Measure the figures described in the module docstring; returns them as a dict.
     ``fuse_sizes``: also the fused rate of groups of each of these sizes (``fused_sizes``:
     size -> tokens/s over the group), which a lease's plan chooses its group size from
-    (:func:`residual_lib.commands.devicecheck.plan_groups`)."""
+    (:func:`residual_lib.commands.devicecheck.plan_groups`); a group size that fails (a GPU's
+    memory runs out) is kept as None, its error in ``fused_size_errors``. ``progress``: called
+    with the figures so far once the single and fused rates are in and after each group size,
+    so that a benchmark stopped early still leaves the rates a plan needs."""
     profile = get_profile(profile)
     device = resolve_device(device)
     corpus = load_corpus(profile.dataset, data_dir)
@@ -268,12 +273,24 @@ def bench(
         for name, rate in _best_rates(loops, steps, warmup, repeats).items():
             out[f"{name}_tokens_per_s"] = rate
         del loops
+        if progress is not None:
+            progress(dict(out))
         if fuse_sizes:
             out["fused_sizes"] = {}
             for size in fuse_sizes:  # one group at a time: a group of 32 paper-10m models fills a GPU's memory
-                rates = _best_rates({"group": _Loop(profile, corpus, size, True, device, compile=compile)}, steps,
-                                    warmup, repeats)
-                out["fused_sizes"][str(size)] = rates["group"]
+                try:
+                    rates = _best_rates({"group": _Loop(profile, corpus, size, True, device, compile=compile)}, steps,
+                                        warmup, repeats)
+                    out["fused_sizes"][str(size)] = rates["group"]
+                except RuntimeError as exc:  # torch.cuda.OutOfMemoryError is one: the larger groups are not tried
+                    out["fused_sizes"][str(size)] = None
+                    out.setdefault("fused_size_errors", {})[str(size)] = f"{type(exc).__name__}: {str(exc)[:300]}"
+                    if device.startswith("cuda"):
+                        torch.cuda.empty_cache()
+                    break
+                finally:
+                    if progress is not None:
+                        progress({**out, "fused_sizes": dict(out["fused_sizes"])})
         out["matmul_gflops_fp32"] = matmul_gflops(device, dtype=torch.float32)
         out["matmul_gflops_bf16"] = matmul_gflops(device, dtype=torch.bfloat16)
         out["matmul_gflops"] = out[f"matmul_gflops_{profile.precision}"]  # the rate the profile's precision can reach
@@ -289,7 +306,8 @@ def bench(
         rate = out["matmul_gflops"] * used / out["threads"]
         out[f"mfu_{name}"] = out[f"{name}_tokens_per_s"] * per_token / (rate * 1e9)
     if fuse_sizes:
-        out["mfu_fused_sizes"] = {k: v * per_token / (out["matmul_gflops"] * 1e9) for k, v in out["fused_sizes"].items()}
+        out["mfu_fused_sizes"] = {k: None if v is None else v * per_token / (out["matmul_gflops"] * 1e9)
+                                  for k, v in out["fused_sizes"].items()}
     out["mfu"] = max(out[f"mfu_{name}"] for name in ("single", "fused", "sweep"))
     out["sweep_speedup"] = out["sweep_tokens_per_s"] / out["single_tokens_per_s"]
     out["fused_speedup"] = out["fused_tokens_per_s"] / out["single_tokens_per_s"]
@@ -321,7 +339,8 @@ def report(result: dict) -> str:
         f" (diagnostics cost {result['diagnostics_overhead']:.1%})",
     ]
     for size, rate in (result.get("fused_sizes") or {}).items():
-        lines.append(f"  fused{size:<3}{rate:>12,.0f} tokens/s   {size} models in one group"
+        lines.append(f"  fused{size:<3}{'failed':>12}            {result['fused_size_errors'][size]}" if rate is None else
+                     f"  fused{size:<3}{rate:>12,.0f} tokens/s   {size} models in one group"
                      f" (MFU {result['mfu_fused_sizes'][size]:.1%})")
     if "reference_tokens_per_s" in result:
         lines.append(f"  ref     {result['reference_tokens_per_s']:>12,.0f} tokens/s   nanoGPT's model.py, same shape,"

@@ -6,7 +6,9 @@
 #   DEVICE=cpu  PROFILE=smoke     SECONDS=120 OUT=/tmp/dc   bash scripts/device_check.sh   # the rehearsal
 #
 # Settings: DEVICE (cuda), PROFILE (paper-10m), SECONDS (the script's whole budget, default
-# 540), OUT (required), SKIP ("checks", "bench" or both: their time goes to training), SEEDS (1337 42 123 1 2 3 4 5 6 7 8 9), SECTIONS (notebooks/06_central.py),
+# 540), OUT (required), SKIP ("checks", "bench" or both: their time goes to training), CHECKS
+# (the device checks to run; default every one that applies but compile, which the sweep
+# does not use), SEEDS (1337 42 123 1 2 3 4 5 6 7 8 9), SECTIONS (notebooks/06_central.py),
 # FUSE (runs trained together; default: planned from the benchmark, see below), WORK (scratch
 # folder outside OUT), PYTHON (python3, else python), COMMIT (the full 40-character sha of the
 # files, written into every record: a lent machine's copy of .git can be an older one than the
@@ -21,7 +23,7 @@
 #   env.txt            python, torch, CUDA, GPU, git commit, the plan
 #   checks.json/.log   python -m residual_lib device-check (bf16 smoke run, fused = single in
 #                      fp32, dropout in a fused group, gradient accumulation, attention on the
-#                      folded batch, torch.compile)
+#                      folded batch; torch.compile where CHECKS names compile)
 #   bench.json/.log    tokens/s and MFU: one model, groups of 8, 16 and 32, the sweep layout
 #   sweep.log          the sweep's progress; it stops at the deadline, keeping finished groups
 #   records.tar.gz     results/<PROFILE>/*.json: unpack at the repository root and commit;
@@ -30,7 +32,7 @@
 #   summary.txt        python -m residual_lib summary of those records
 #
 # Time plan for a 15-minute lease (every second of it counted: start-up, commands, idle):
-#   start-up 0.5-2 min | env 5 s | checks ~45 s (compile ~25 s of it; at most 150 s) | bench
+#   start-up 0.5-2 min | env 5 s | checks ~20 s (compile took ~25 s more; at most 150 s) | bench
 #   <= 120 s (--steps 20 --repeats 1, groups of 8, 16 and 32; a size that fails, as a group too
 #   large for the GPU's memory does, ends the sizes, and the rates measured so far are kept in
 #   bench.json as they come) | sweep until SECONDS minus 30 s | pack ~5 s.
@@ -59,6 +61,9 @@ SEEDS=${SEEDS:-1337 42 123 1 2 3 4 5 6 7 8 9}
 SECTIONS=${SECTIONS:-notebooks/06_central.py}
 FUSE=${FUSE:-}
 SKIP=" ${SKIP:-} "
+default_checks="smoke_bf16 fused_matches_single dropout_fused grad_accum"
+[[ $DEVICE == cpu ]] || default_checks+=" fused_attention"  # CUDA's kernels only
+CHECKS=${CHECKS:-$default_checks}
 PACK_EVERY=${PACK_EVERY:-20}
 if [[ -n ${COMMIT:-} ]]; then export RESIDUAL_CODE_COMMIT=$COMMIT; fi
 OUT=${OUT:?set OUT to the folder that comes back}
@@ -85,8 +90,9 @@ check_cap=150  # ~45 s on a GPU; a CPU rehearsal's compile check takes longer
 if [[ $SKIP == *" checks "* ]]; then
   echo "checks skipped" >> "$OUT/env.txt"
 elif (( $(limit $check_cap) > 10 )); then
-  timeout -k 10 "$(limit $check_cap)" "$PYTHON" -m residual_lib device-check --device "$DEVICE" --json "$OUT/checks.json" \
-    > "$OUT/checks.log" 2>&1 || echo "some device checks failed or ran out of time: see checks.log" >> "$OUT/env.txt"
+  # shellcheck disable=SC2086
+  timeout -k 10 "$(limit $check_cap)" "$PYTHON" -m residual_lib device-check --device "$DEVICE" --checks $CHECKS \
+    --json "$OUT/checks.json" > "$OUT/checks.log" 2>&1 || echo "some device checks failed or ran out of time: see checks.log" >> "$OUT/env.txt"
 fi
 
 bench_steps=20

@@ -87,7 +87,9 @@ def test_the_device_script_runs_end_to_end_on_cpu_without_settings(tmp_path):
     assert files == ["bench.json", "bench.log", "checks.json", "checks.log", "env.txt", "records.tar.gz",
                      "summary.txt", "sweep.log"]
     assert all(p.is_file() for p in out.iterdir())
-    assert json.loads((out / "checks.json").read_text())["ok"]
+    checks = json.loads((out / "checks.json").read_text())
+    assert checks["ok"] and "compile" not in checks["checks"]  # the sweep does not compile: nor do the checks
+    assert set(checks["checks"]) == {"smoke_bf16", "fused_matches_single", "dropout_fused", "grad_accum"}
     assert json.loads((out / "bench.json").read_text())["single_tokens_per_s"] > 0
     unpacked = tmp_path / "unpacked"
     with tarfile.open(out / "records.tar.gz") as archive:

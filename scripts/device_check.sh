@@ -66,6 +66,8 @@ default_checks="smoke_bf16 fused_matches_single dropout_fused grad_accum"
 CHECKS=${CHECKS:-$default_checks}
 PACK_EVERY=${PACK_EVERY:-20}
 if [[ -n ${COMMIT:-} ]]; then export RESIDUAL_CODE_COMMIT=$COMMIT; fi
+# no checkpoints: they cannot outlive the lease, and a fused group's take seconds each to save
+export RESIDUAL_CHECKPOINT_EVERY=${RESIDUAL_CHECKPOINT_EVERY:-0}
 OUT=${OUT:?set OUT to the folder that comes back}
 WORK=${WORK:-$(mktemp -d)}
 PYTHON=${PYTHON:-$(command -v python3 || echo python)}

@@ -21,7 +21,7 @@ import torch
 from residual_lib.commands.sweep import train_runs
 from residual_lib.pages.execute import execute_notebook
 from residual_lib.run.profiles import get_profile
-from residual_lib.run.runs import Run, record_path
+from residual_lib.run.runs import Run, RunError, record_path
 from residual_lib.storage.locks import clean_stale_files, try_claim
 from residual_lib.storage.records import BadRecordsError, RecordError, find_record, read_record, seal
 from residual_lib.study.frames import load_records
@@ -634,6 +634,29 @@ def test_a_killed_run_resumes_from_its_checkpoint_bitwise_identical(tmp_path, mo
     assert _bits(resumed) == _bits(whole)
     assert not saved[0].exists()  # the checkpoint goes once the record is written
     assert not partial.exists() and not group.exists() and recent.exists()
+
+
+@pytest.mark.parametrize("every, saved_at", [("50", 100), ("0", None)])
+def test_a_sweep_wide_checkpoint_interval_comes_from_the_environment(tmp_path, monkeypatch, every, saved_at):
+    """RESIDUAL_CHECKPOINT_EVERY reaches every run that names no interval (a sweep's workers
+    inherit it); 0 saves none, as on a lent GPU, whose checkpoints cannot outlive the lease."""
+    import residual_lib.training.train as train_module
+
+    monkeypatch.setenv("RESIDUAL_CHECKPOINT_EVERY", every)
+    with monkeypatch.context() as patch:
+        _kill_at(patch, train_module, "take_step", 100)
+        with pytest.raises(_Killed):
+            obtain([Run("smoke", "attn_only", 8)], tmp_path, progress=False)
+    saved = list((tmp_path / "smoke" / ".checkpoints").glob("*.pt"))
+    assert [read_checkpoint(p)["step"] for p in saved] == ([saved_at] if saved_at else [])
+
+
+def test_a_checkpoint_interval_that_is_not_a_whole_number_is_refused_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("RESIDUAL_CHECKPOINT_EVERY", "-5")
+    with pytest.raises(RunError, match=r"^RESIDUAL_CHECKPOINT_EVERY must be a whole number of steps \(0 for none\), "
+                                        r"not '-5'$"):
+        obtain([Run("smoke", "attn_only", 8)], tmp_path, progress=False)
+    assert not list((tmp_path / "smoke").glob("*.json"))
 
 
 def test_a_resumed_runs_record_starts_when_its_first_process_did_the_time_between_included(tmp_path, monkeypatch):

@@ -30,12 +30,27 @@ from pathlib import Path
 import torch
 
 from ..core.files import atomic_write
+from ..run.runs import RunError
 from ..storage.locks import clean_stale_files
 from ..storage.provenance import code_digest, code_version
 
 #: Steps between checkpoints for the profiles whose runs last longer than ~10 minutes on the
 #: machines they are meant for; shorter runs are cheaper to retrain than to checkpoint.
 CHECKPOINT_EVERY = {"paper-10m": 250, "paper-124m": 250}
+
+
+
+def default_every(profile_name: str) -> int | None:
+    """Steps between checkpoints for a run that names none: ``RESIDUAL_CHECKPOINT_EVERY`` where
+    it is set (0: none; a lent GPU's checkpoints cannot outlive its lease, and a group's take
+    seconds each to save), else :data:`CHECKPOINT_EVERY`'s for the profile."""
+    given = os.environ.get("RESIDUAL_CHECKPOINT_EVERY", "").strip()
+    if not given:
+        return CHECKPOINT_EVERY.get(profile_name)
+    if not given.isdigit():
+        raise RunError(f"RESIDUAL_CHECKPOINT_EVERY must be a whole number of steps (0 for none), not {given!r}")
+    return int(given)
+
 
 #: The start of a checkpoint's header line; the sha256 of the rest of the file follows it.
 HEADER = b"residual_lib checkpoint sha256="

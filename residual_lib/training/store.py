@@ -19,7 +19,7 @@ from ..core.paths import results_folder
 from ..run.runs import Run, fuse_groups
 from ..storage.locks import claim_run, clean_stale_files
 from ..storage.records import find_record, write_record
-from .checkpoint import CHECKPOINT_EVERY, checkpoint_path, clear_killed_saves
+from .checkpoint import checkpoint_path, clear_killed_saves, default_every
 from .train import train_group
 
 
@@ -38,7 +38,7 @@ def obtain(
     holds the claims), each missing run is claimed first
     (:func:`residual_lib.storage.locks.claim_run`): if another process is training it, this waits
     for that record instead. Checkpoints: every ``checkpoint_every`` steps (default
-    :data:`CHECKPOINT_EVERY` for the profile; 0 for none)."""
+    :func:`~residual_lib.training.checkpoint.default_every`; 0 for none)."""
     results = results_folder(results_dir)
     out: dict[Run, tuple[Path, bool]] = {}
     todo: list[Run] = []
@@ -81,7 +81,7 @@ def obtain(
 def _train_and_write(runs: list[Run], results: Path, force: bool, every: int | None, options: dict) -> dict:
     if not runs:
         return {}
-    every = CHECKPOINT_EVERY.get(runs[0].profile.name) if every is None else every
+    every = default_every(runs[0].profile.name) if every is None else every
     saved = checkpoint_path(results, runs)
     if force:
         saved.unlink(missing_ok=True)

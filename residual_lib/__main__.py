@@ -86,8 +86,8 @@ def _build_parser() -> argparse.ArgumentParser:
     t.add_argument("--quiet", action="store_true", help="no progress output")
     t.add_argument("--compile", action="store_true", help="train through torch.compile")
     t.add_argument("--checkpoint-every", type=int, default=None,
-                   help="save the run's state every N steps and resume from it if restarted (default: 250 for "
-                        "the paper profiles, none otherwise; 0 turns it off)")
+                   help="save the run's state every N steps and resume from it if restarted (default: "
+                        "$RESIDUAL_CHECKPOINT_EVERY if set, else 250 for the paper profiles, none otherwise; 0: none)")
     t.add_argument("--resume-other-code", action="store_true",
                    help="continue a checkpoint written by other code (default: start over); the record names both")
 

@@ -60,7 +60,11 @@ PROFILE=${PROFILE:-paper-10m}
 SEEDS=${SEEDS:-1337 42 123 1 2 3 4 5 6 7 8 9}
 SECTIONS=${SECTIONS:-notebooks/06_central.py}
 FUSE=${FUSE:-}
+JOBS=""  # set for the run-at-a-time fallback below
 SKIP=" ${SKIP:-} "
+for word in $SKIP; do
+  [[ $word == checks || $word == bench ]] || { echo "SKIP takes checks and/or bench, separated by spaces, not $word" >&2; exit 2; }
+done
 default_checks="smoke_bf16 fused_matches_single dropout_fused grad_accum"
 [[ $DEVICE == cpu ]] || default_checks+=" fused_attention"  # CUDA's kernels only
 CHECKS=${CHECKS:-$default_checks}
@@ -95,6 +99,8 @@ elif (( $(limit $check_cap) > 10 )); then
   # shellcheck disable=SC2086
   timeout -k 10 "$(limit $check_cap)" "$PYTHON" -m residual_lib device-check --device "$DEVICE" --checks $CHECKS \
     --json "$OUT/checks.json" > "$OUT/checks.log" 2>&1 || echo "some device checks failed or ran out of time: see checks.log" >> "$OUT/env.txt"
+else
+  echo "no time left for the checks" >> "$OUT/env.txt"
 fi
 
 bench_steps=20
@@ -140,7 +146,8 @@ elif [[ -z $FUSE ]]; then
   FUSE=$(sed -n 's/.*fuse=\([0-9]*\).*/\1/p' <<< "$plan")
   runs=$(sed -n 's/.*runs=\([0-9]*\).*/\1/p' <<< "$plan")
   if [[ -z $plan ]]; then  # no rate to plan from: one seed, a run at a time, until the deadline
-    FUSE=1 SEEDS=${SEEDS%% *}
+    read -r first _ <<< "$SEEDS"
+    FUSE=1 SEEDS=$first JOBS=1
     echo "training seed $SEEDS one run at a time, without a plan" >> "$OUT/env.txt"
   elif [[ ${runs:-0} == 0 ]]; then
     skip="no whole run fits the time left (plan: $plan)"
@@ -164,11 +171,15 @@ remaining=$(left)
 if [[ -n $skip ]]; then
   echo "$skip" > "$OUT/sweep.log"
 elif (( remaining > 10 )); then
-  ( while sleep "$PACK_EVERY"; do pack || true; done ) &
+  # a TERM lets the pack under way finish (never two at once on one temporary file), then ends the loop
+  ( stop=0; trap 'stop=1' TERM
+    while (( ! stop )); do sleep "$PACK_EVERY" & wait $! || true; (( stop )) || pack || true; done
+  ) </dev/null >/dev/null 2>&1 &
   packer=$!
   # shellcheck disable=SC2086
   timeout -k 15 "$remaining" "$PYTHON" -m residual_lib sweep $SECTIONS \
-      --profile "$PROFILE" --device "$DEVICE" --seeds $SEEDS --fuse "$FUSE" --no-notebooks --results "$WORK/results" \
+      --profile "$PROFILE" --device "$DEVICE" --seeds $SEEDS --fuse "$FUSE" ${JOBS:+--jobs "$JOBS"} --no-notebooks \
+      --results "$WORK/results" \
       > "$OUT/sweep.log" 2>&1 || echo "sweep stopped at the deadline or failed: see sweep.log" >> "$OUT/env.txt"
   kill "$packer" 2>/dev/null || true
   wait "$packer" 2>/dev/null || true
@@ -179,7 +190,8 @@ else
   echo "no time left for the sweep" > "$OUT/sweep.log"
 fi
 
-pack
+pack || echo "packing the records failed" >> "$OUT/env.txt"
+rm -f "$OUT/.records.tar.gz.tmp"
 "$PYTHON" -m residual_lib summary "$WORK/results" --profile "$PROFILE" > "$OUT/summary.txt" 2>&1 \
   || echo "no records to summarise yet" >> "$OUT/summary.txt"
 echo "done in $(( $(date +%s) - started ))s: $(n=$(tar -tzf "$OUT/records.tar.gz" | wc -l); echo "$n record$([ "$n" = 1 ] || echo s)") in records.tar.gz" \

@@ -123,19 +123,33 @@ def test_the_device_script_trains_a_fused_group_of_eight_on_cpu(tmp_path):
     assert "plan:" not in (out / "env.txt").read_text()  # FUSE given: nothing planned
 
 
-def test_the_device_script_refuses_a_short_commit_before_doing_anything(tmp_path):
-    env = {**os.environ, "COMMIT": "1b69e63", "OUT": str(tmp_path / "out"), "PYTHON": sys.executable}
-    done = subprocess.run(["bash", str(ROOT / "scripts" / "device_check.sh")], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and done.stderr.strip() == \
-        "COMMIT must be the full 40-character sha: pass COMMIT=$(git rev-parse HEAD)"
-    assert not (tmp_path / "out").exists()
+def test_the_device_script_refuses_a_short_commit_or_an_unknown_skip_before_doing_anything(tmp_path):
+    for bad, message in (({"COMMIT": "1b69e63"}, "COMMIT must be the full 40-character sha: pass "
+                                                 "COMMIT=$(git rev-parse HEAD)"),
+                         ({"SKIP": "checks,bench"}, "SKIP takes checks and/or bench, separated by spaces, not "
+                                                    "checks,bench")):
+        env = {**os.environ, "OUT": str(tmp_path / "out"), "PYTHON": sys.executable, **bad}
+        done = subprocess.run(["bash", str(ROOT / "scripts" / "device_check.sh")], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and done.stderr.strip() == message
+        assert not (tmp_path / "out").exists()
+
+
+def _kill_session(sid: int) -> None:
+    """SIGKILL every process of session ``sid``: ``timeout`` puts the sweep in a process group
+    of its own, which killing the script's group would leave training."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[3]) == sid:  # after the name: state, ppid, pgrp, session
+                os.kill(int(stat.parent.name), 9)
+        except (OSError, IndexError, ValueError):
+            pass  # a process that ended meanwhile
 
 
 def test_a_device_script_killed_mid_sweep_still_brings_back_the_records_finished_by_then(tmp_path):
     """Without a benchmark there is no plan: the first seed trains a run at a time. The records
     are packed while the sweep runs, so a call killed at its timeout keeps the finished ones."""
-    import signal
     import time
 
     out = tmp_path / "out"
@@ -144,18 +158,20 @@ def test_a_device_script_killed_mid_sweep_still_brings_back_the_records_finished
                WORK=str(tmp_path / "work"), PYTHON=sys.executable, PYTHONPATH=str(ROOT))
     script = subprocess.Popen(["bash", str(ROOT / "scripts" / "device_check.sh")], cwd=tmp_path, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    archive, names = out / "records.tar.gz", []
+    archive, names, ended = out / "records.tar.gz", [], ""
     try:
         give_up = time.monotonic() + 600
         while not names and time.monotonic() < give_up and script.poll() is None:
-            time.sleep(2)
+            time.sleep(0.1)
             if archive.exists():
                 with tarfile.open(archive) as packed:
                     names = packed.getnames()
+        ended = (out / "env.txt").read_text()
     finally:
-        os.killpg(script.pid, signal.SIGKILL)  # as a call's timeout ends it: no clean-up runs
+        _kill_session(script.pid)  # as a call's timeout ends it: no clean-up runs
         script.wait()
     assert names, "no record was packed while the sweep ran"
+    assert "done in" not in ended  # packed while the sweep ran, not by the script's last step
     with tarfile.open(archive) as packed:
         packed.extractall(tmp_path / "unpacked", filter="data")
         names = packed.getnames()

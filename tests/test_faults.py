@@ -636,15 +636,17 @@ def test_a_killed_run_resumes_from_its_checkpoint_bitwise_identical(tmp_path, mo
     assert not partial.exists() and not group.exists() and recent.exists()
 
 
-@pytest.mark.parametrize("every, saved_at", [("50", 100), ("0", None)])
+@pytest.mark.parametrize("every, saved_at", [("50", 50), ("0", None)])
 def test_a_sweep_wide_checkpoint_interval_comes_from_the_environment(tmp_path, monkeypatch, every, saved_at):
     """RESIDUAL_CHECKPOINT_EVERY reaches every run that names no interval (a sweep's workers
     inherit it); 0 saves none, as on a lent GPU, whose checkpoints cannot outlive the lease."""
+    import residual_lib.training.checkpoint as checkpoint_module
     import residual_lib.training.train as train_module
 
+    monkeypatch.setitem(checkpoint_module.CHECKPOINT_EVERY, "smoke", 25)  # a default for the variable to override
     monkeypatch.setenv("RESIDUAL_CHECKPOINT_EVERY", every)
     with monkeypatch.context() as patch:
-        _kill_at(patch, train_module, "take_step", 100)
+        _kill_at(patch, train_module, "take_step", 90)  # the profile's 25 would have saved step 75
         with pytest.raises(_Killed):
             obtain([Run("smoke", "attn_only", 8)], tmp_path, progress=False)
     saved = list((tmp_path / "smoke" / ".checkpoints").glob("*.pt"))
@@ -652,10 +654,11 @@ def test_a_sweep_wide_checkpoint_interval_comes_from_the_environment(tmp_path, m
 
 
 def test_a_checkpoint_interval_that_is_not_a_whole_number_is_refused_in_one_line(tmp_path, monkeypatch):
-    monkeypatch.setenv("RESIDUAL_CHECKPOINT_EVERY", "-5")
-    with pytest.raises(RunError, match=r"^RESIDUAL_CHECKPOINT_EVERY must be a whole number of steps \(0 for none\), "
-                                        r"not '-5'$"):
-        obtain([Run("smoke", "attn_only", 8)], tmp_path, progress=False)
+    for bad in ("-5", "²", "ten"):
+        monkeypatch.setenv("RESIDUAL_CHECKPOINT_EVERY", bad)
+        with pytest.raises(RunError, match=r"^RESIDUAL_CHECKPOINT_EVERY must be a whole number of steps \(0 for none\), "
+                                            f"not '{bad}'$"):
+            obtain([Run("smoke", "attn_only", 8)], tmp_path, progress=False)
     assert not list((tmp_path / "smoke").glob("*.json"))
 
 

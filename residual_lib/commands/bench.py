@@ -27,6 +27,7 @@ a run (``eval_iters`` forward batches every ``eval_interval`` steps).
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import json
 import multiprocessing as mp
@@ -35,6 +36,7 @@ import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
+from queue import Empty
 
 import torch
 
@@ -148,7 +150,15 @@ def _sweep_throughput(profile: Profile, data_dir, k: int, jobs: int, threads: in
         seed += share
     for p in procs:
         p.start()
-    results = [queue.get() for _ in procs]
+    results = []
+    while len(results) < len(procs):  # a process that dies before its figures would leave get() waiting
+        try:
+            results.append(queue.get(timeout=5))
+        except Empty:
+            if any(p.exitcode for p in procs):
+                for p in procs:
+                    p.terminate()
+                raise RuntimeError("a benchmark process failed before its figures") from None
     for p in procs:
         p.join()
         if p.exitcode:
@@ -246,8 +256,8 @@ def bench(
     size -> tokens/s over the group), which a lease's plan chooses its group size from
     (:func:`residual_lib.commands.devicecheck.plan_groups`); a group size that fails (a GPU's
     memory runs out) is kept as None, its error in ``fused_size_errors``. ``progress``: called
-    with the figures so far once the single and fused rates are in and after each group size,
-    so that a benchmark stopped early still leaves the rates a plan needs."""
+    with the figures so far (``partial``: True) once the single and fused rates are in and after
+    each group size, so that a benchmark stopped early still leaves the rates a plan needs."""
     profile = get_profile(profile)
     device = resolve_device(device)
     corpus = load_corpus(profile.dataset, data_dir)
@@ -274,7 +284,7 @@ def bench(
             out[f"{name}_tokens_per_s"] = rate
         del loops
         if progress is not None:
-            progress(dict(out))
+            progress({**out, "partial": True})
         if fuse_sizes:
             out["fused_sizes"] = {}
             for size in fuse_sizes:  # one group at a time: a group of 32 paper-10m models fills a GPU's memory
@@ -282,15 +292,17 @@ def bench(
                     rates = _best_rates({"group": _Loop(profile, corpus, size, True, device, compile=compile)}, steps,
                                         warmup, repeats)
                     out["fused_sizes"][str(size)] = rates["group"]
-                except RuntimeError as exc:  # torch.cuda.OutOfMemoryError is one: the larger groups are not tried
+                except RuntimeError as exc:  # torch.OutOfMemoryError is one: the larger groups are not tried
                     out["fused_sizes"][str(size)] = None
                     out.setdefault("fused_size_errors", {})[str(size)] = f"{type(exc).__name__}: {str(exc)[:300]}"
-                    if device.startswith("cuda"):
-                        torch.cuda.empty_cache()
+                if progress is not None:
+                    progress({**out, "fused_sizes": dict(out["fused_sizes"]), "partial": True})
+                if out["fused_sizes"][str(size)] is None:
                     break
-                finally:
-                    if progress is not None:
-                        progress({**out, "fused_sizes": dict(out["fused_sizes"])})
+            # the failed group's tensors, which its traceback held until now, go back to the device
+            gc.collect()
+            if device.startswith("cuda"):
+                torch.cuda.empty_cache()
         out["matmul_gflops_fp32"] = matmul_gflops(device, dtype=torch.float32)
         out["matmul_gflops_bf16"] = matmul_gflops(device, dtype=torch.bfloat16)
         out["matmul_gflops"] = out[f"matmul_gflops_{profile.precision}"]  # the rate the profile's precision can reach

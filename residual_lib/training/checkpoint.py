@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -47,7 +48,7 @@ def default_every(profile_name: str) -> int | None:
     given = os.environ.get("RESIDUAL_CHECKPOINT_EVERY", "").strip()
     if not given:
         return CHECKPOINT_EVERY.get(profile_name)
-    if not given.isdigit():
+    if not re.fullmatch(r"[0-9]+", given):
         raise RunError(f"RESIDUAL_CHECKPOINT_EVERY must be a whole number of steps (0 for none), not {given!r}")
     return int(given)
 

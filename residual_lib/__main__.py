@@ -124,7 +124,7 @@ def _build_parser() -> argparse.ArgumentParser:
     m.add_argument("--reference", default=None,
                    help="nanoGPT's model.py: time its GPT beside ours at the same shape, precision and threads")
     m.add_argument("--fuse-sizes", type=int, nargs="*", default=None, metavar="K",
-                   help="also time groups of these sizes (default on CUDA: 8 16 32; none on CPU)")
+                   help="also time groups of these sizes (default on CUDA: 4 8 16 32; none on CPU)")
 
     d = sub.add_parser("device-check", help="check the accelerator code paths (bf16, fused, dropout, gradient "
                                             "accumulation, compile): one line per check, no pytest needed")
@@ -287,7 +287,7 @@ def _bench(args) -> int:
         check_writable(Path(args.json).resolve().parent, option="--json", what="the report")
     if args.reference is not None and not Path(args.reference).is_file():
         raise RunError(f"--reference {args.reference} is not a file: pass nanoGPT's model.py")
-    sizes = args.fuse_sizes if args.fuse_sizes is not None else ([8, 16, 32] if device.startswith("cuda") else [])
+    sizes = args.fuse_sizes if args.fuse_sizes is not None else ([4, 8, 16, 32] if device.startswith("cuda") else [])
     if any(k < 2 for k in sizes):
         raise RunError(f"--fuse-sizes must each be 2 or more, got {' '.join(map(str, sizes))}")
     result = bench(args.profile, fuse=args.fuse, steps=args.steps, warmup=args.warmup, device=device,

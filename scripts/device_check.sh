@@ -24,7 +24,7 @@
 #   checks.json/.log   python -m residual_lib device-check (bf16 smoke run, fused = single in
 #                      fp32, dropout in a fused group, gradient accumulation, attention on the
 #                      folded batch; torch.compile where CHECKS names compile)
-#   bench.json/.log    tokens/s and MFU: one model, groups of 8, 16 and 32, the sweep layout
+#   bench.json/.log    tokens/s and MFU: one model, groups of 4, 8, 16 and 32, the sweep layout
 #   sweep.log          the sweep's progress; it stops at the deadline, keeping finished groups
 #   records.tar.gz     results/<PROFILE>/*.json: unpack at the repository root and commit;
 #                      packed again every PACK_EVERY (20) s while the sweep runs, so a call killed at its
@@ -33,11 +33,11 @@
 #
 # Time plan for a 15-minute lease (every second of it counted: start-up, commands, idle):
 #   start-up 0.5-2 min | env 5 s | checks ~20 s (compile took ~25 s more; at most 150 s) | bench
-#   <= 120 s (--steps 20 --repeats 1, groups of 8, 16 and 32; a size that fails, as a group too
+#   <= 120 s (--steps 20 --repeats 1, groups of 4, 8, 16 and 32; a size that fails, as a group too
 #   large for the GPU's memory does, ends the sizes, and the rates measured so far are kept in
 #   bench.json as they come) | sweep until SECONDS minus 30 s | pack ~5 s.
 # The group size: `device-check --plan bench.json --seconds <time left>` takes the benchmark's
-# rates and picks the size (1, or 8, 16, 32: whole seeds of the four central variants) that
+# rates and picks the size (1, or 4, 8, 16, 32: whole seeds of the four central variants) that
 # records the most runs in whole groups within 80% of the time left, so no group is cut off
 # at the deadline; the sweep then trains that many seeds (SEEDS, in order), FUSE at a time.
 # Without a plan (the benchmark failed before its single rate) it trains the first seed's runs

@@ -128,7 +128,8 @@ def _seed_order(frame: pd.DataFrame) -> pd.DataFrame:
 def _than(x: float, reference: float) -> str:
     """``x`` against ``reference`` in words: "0.030 above", "0.012 below" or, equal at three
     decimals, "level with"."""
-    x, reference = round(x, 3), round(reference, 3)  # as the text prints them: 1.5805 is 1.581, 0.001 above 1.580
+    # as the text prints them (1.5805 is 1.581, 0.001 above 1.580; numpy's round would say 1.580)
+    x, reference = float(f"{x:.3f}"), float(f"{reference:.3f}")
     return "level with" if x == reference else f"{abs(x - reference):.3f} {'above' if x > reference else 'below'}"
 
 

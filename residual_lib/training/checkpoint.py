@@ -40,7 +40,6 @@ from ..storage.provenance import code_digest, code_version
 CHECKPOINT_EVERY = {"paper-10m": 250, "paper-124m": 250}
 
 
-
 def default_every(profile_name: str) -> int | None:
     """Steps between checkpoints for a run that names none: ``RESIDUAL_CHECKPOINT_EVERY`` where
     it is set (0: none; a lent GPU's checkpoints cannot outlive its lease, and a group's take

@@ -65,9 +65,6 @@ SKIP=" ${SKIP:-} "
 for word in $SKIP; do
   [[ $word == checks || $word == bench ]] || { echo "SKIP takes checks and/or bench, separated by spaces, not $word" >&2; exit 2; }
 done
-default_checks="smoke_bf16 fused_matches_single dropout_fused grad_accum"
-[[ $DEVICE == cpu ]] || default_checks+=" fused_attention"  # CUDA's kernels only
-CHECKS=${CHECKS:-$default_checks}
 PACK_EVERY=${PACK_EVERY:-20}
 if [[ -n ${COMMIT:-} ]]; then export RESIDUAL_CODE_COMMIT=$COMMIT; fi
 # no checkpoints: they cannot outlive the lease, and a fused group's take seconds each to save
@@ -91,6 +88,9 @@ left() { echo $(( deadline - $(date +%s) )); }
 # at most $1 seconds, never past the deadline (0 when it has passed)
 limit() { local t; t=$(left); (( t > $1 )) && t=$1; (( t > 0 )) || t=0; echo "$t"; }
 
+# the checks that apply to the device, but compile (residual_lib.commands.devicecheck.applicable)
+CHECKS=${CHECKS:-$("$PYTHON" -c "from residual_lib.commands.devicecheck import applicable
+print(*applicable('$DEVICE', leave_out=('compile',)))" 2>> "$OUT/env.txt" || true)}
 check_cap=150  # ~45 s on a GPU; a CPU rehearsal's compile check takes longer
 [[ $DEVICE == cpu ]] && check_cap=600
 if [[ $SKIP == *" checks "* ]]; then

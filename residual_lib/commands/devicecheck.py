@@ -292,10 +292,16 @@ def environment(device: str) -> dict:
     return info
 
 
+def applicable(device: str, leave_out: tuple[str, ...] = ()) -> list[str]:
+    """The checks that apply to ``device`` (a resolved one), but ``leave_out``: a lease's script
+    leaves out ``compile``, which its sweep does not use."""
+    return [n for n, (_, on_cpu) in CHECKS.items() if (on_cpu or device.startswith("cuda")) and n not in leave_out]
+
+
 def run_checks(device: str = "auto", names: list[str] | None = None, out=sys.stdout) -> dict:
     """Run the checks (all that apply to the device, or ``names``); returns the report."""
     device = resolve_device(device)
-    names = names or [n for n, (_, on_cpu) in CHECKS.items() if on_cpu or device.startswith("cuda")]
+    names = names or applicable(device)
     unknown = [n for n in names if n not in CHECKS]
     if unknown:
         raise ValueError(f"unknown {plural('check', len(unknown))} {', '.join(unknown)}: choose from {', '.join(CHECKS)}")

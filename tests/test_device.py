@@ -212,15 +212,18 @@ def test_a_plan_fills_the_time_left_with_whole_groups():
     profile = get_profile("paper-10m")
     alone = run_seconds(profile, 1e6)
     assert alone == pytest.approx((16_384 * 5_000 + 21 * 200 * 16_384 / 3) / 1e6)  # 82M tokens and 21 evaluations
-    finish = finish_seconds(profile, 1e6)  # each model's final evaluations, one after another
+    finish = finish_seconds(profile, 1e6)  # the final evaluations, at the group's rate per model
     assert finish == pytest.approx(9 * 200 * 16_384 / 3 / 1e6)  # the fixed batches and 8 random draws
-    bench = {"single_tokens_per_s": 1e6, "fused_sizes": {"8": 3e6, "16": 5e6, "32": 5.5e6}}
+    bench = {"single_tokens_per_s": 1e6, "fused_sizes": {"8": 3e6, "16": 5e6, "32": 4.5e6}}
     plan = plan_groups(bench, seconds=10 * alone, profile=profile)
-    # 80% of ten runs' time: alone 7 runs; 8 at 3x take 8/3 runs' time plus 8 final evaluations
-    # (two groups, 16 runs); 16 at 5x one group (16 runs); 32 at 5.5x do not fit
-    assert (plan["fuse"], plan["runs"], plan["groups"]) == (16, 16, 1)
-    assert plan["seconds_per_group"] == pytest.approx(16 / 5 * alone + 16 * finish)
+    # 80% of ten runs' time: alone 7 runs; 8 at 3x take 8/3 runs' time (two groups, 16 runs);
+    # 16 at 5x 16/5 (two groups, 32 runs); 32 at 4.5x 32/4.5 (one group, 32 runs, but longer)
+    assert (plan["fuse"], plan["runs"], plan["groups"]) == (16, 32, 2)
+    assert plan["seconds_per_group"] == pytest.approx(16 / 5 * (alone + finish))
     assert plan["seconds_per_group"] * plan["groups"] <= PLAN_MARGIN * 10 * alone
+    # as many runs in less time: one group of 32 at 5.5x ends before two of 16 at 5x
+    faster = plan_groups({**bench, "fused_sizes": {"16": 5e6, "32": 5.5e6}}, seconds=10 * alone, profile=profile)
+    assert (faster["fuse"], faster["runs"], faster["groups"]) == (32, 32, 1)
     # too little time for any run: nothing; a little more: one run alone
     assert plan_groups(bench, seconds=1.1 * alone, profile=profile)["runs"] == 0
     assert plan_groups(bench, seconds=1.5 * alone, profile=profile) == {
@@ -233,8 +236,8 @@ def test_the_plan_command_reads_a_bench_report_and_refuses_bad_input(tmp_path):
     cli = [sys.executable, "-m", "residual_lib", "device-check", "--plan", str(bench)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(cli + ["--seconds", "900"], capture_output=True, text=True, env=env, timeout=120)
-    # a group of 8 at 4x takes 210 s and its final evaluations 79 s more; 80% of 900 s holds two
-    assert done.returncode == 0 and done.stdout.strip() == "fuse=8 runs=16 groups=2", done.stderr
+    # a group of 8 at 4x takes 210 s and its final evaluations 20 s more; 80% of 900 s holds three
+    assert done.returncode == 0 and done.stdout.strip() == "fuse=8 runs=24 groups=3", done.stderr
     for bad, message in ((["--seconds", "0"], "positive number of seconds"), (["--seconds", "nan"], "not nan"),
                          (["--seconds", "inf"], "not inf"), ([], "--plan needs --seconds")):
         refused = subprocess.run(cli + bad, capture_output=True, text=True, env=env, timeout=120)

@@ -41,6 +41,11 @@ def _compare(runs: list[dict], tolerance: float, profile=PROFILE) -> list[dict]:
         for split in ("train", "val"):
             err = _max_rel(single["curves"][split]["loss"], rec["curves"][split]["loss"])
             assert err <= tolerance, f"{spec} {split} loss differs by {err:.2e} relative"
+        ests = [[r["diagnostics"]["val_estimates"]["fixed"], *r["diagnostics"]["val_estimates"]["random"]]
+                for r in (single, rec)]
+        assert len(ests[0]) == 1 + profile.eval_noise_repeats
+        err = _max_rel(*ests)
+        assert err <= tolerance, f"{spec} final evaluation-noise estimates differ by {err:.2e} relative"
         err = _max_rel(single["curves"]["train"]["grad_norm_layers"], rec["curves"]["train"]["grad_norm_layers"])
         assert err <= 1000 * tolerance, f"{spec} per-layer gradient norms differ by {err:.2e}"
         assert rec["provenance"]["fused_models"] == len(runs)
@@ -218,6 +223,21 @@ def test_a_group_evaluates_every_model_in_one_pass_as_each_would_alone():
              for variant, seed, mode in (("full", 1, "fixed"), ("ffn_only", 2, "random"), ("attn_only", 3, "fixed"))]
     alone = [state.evaluate() for state in again]
     assert _max_rel(alone, together) < 1e-5
+
+
+def test_a_groups_final_estimates_are_batched_not_taken_model_by_model(monkeypatch):
+    runs = [Run(PROFILE, "full", 1), Run(PROFILE, "ffn_only", 2)]
+    passes = []
+    monkeypatch.setattr(fused.FusedTrainer, "evaluate",
+                        lambda self, draws=None, _real=fused.FusedTrainer.evaluate: passes.append(1) or _real(self, draws))
+    monkeypatch.setattr(RunState, "evaluate", lambda *a, **k: pytest.fail("a fused model was evaluated alone"))
+    recs = train_group(runs, progress=False)
+    # 4 evaluations during training (steps 0, 20, 40, 60), then the fixed batches and 8 random draws
+    assert len(passes) == 60 // 20 + 1 + 1 + PROFILE.eval_noise_repeats
+    estimates = [r["diagnostics"]["val_estimates"] for r in recs]
+    assert estimates[0]["fixed"] != estimates[1]["fixed"] and len(set(estimates[0]["random"])) == 8
+    # the fixed estimate is the last evaluation's batches again, measured in the other pass
+    assert abs(estimates[0]["fixed"] - recs[0]["final_val_loss"]) < 1e-4
 
 
 def test_batches_cut_on_the_device_are_the_hosts_bit_for_bit():

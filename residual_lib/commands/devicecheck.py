@@ -227,8 +227,9 @@ def run_seconds(profile, tokens_per_s: float) -> float:
 
 def finish_seconds(profile, tokens_per_s: float) -> float:
     """Seconds of one run's final evaluations (the fixed batches and ``eval_noise_repeats``
-    random draws, model by model after a group's last step) at ``tokens_per_s``, the rate of
-    one model alone, a forward token counted as a third of a training token."""
+    random draws, after the last step; a group takes them in one batched pass per batch) at
+    ``tokens_per_s`` (a group's rate per model), a forward token counted as a third of a
+    training token."""
     tokens = (profile.eval_noise_repeats + 1) * profile.eval_iters * profile.batch_size * profile.block_size
     return tokens / 3 / tokens_per_s
 
@@ -238,9 +239,9 @@ def plan_groups(bench: dict, seconds: float, profile, per_group: int = 4) -> dic
     (``bench``: :func:`residual_lib.commands.bench.bench`'s, whose ``fused_sizes`` gives the group rates
     it measured; ``single_tokens_per_s`` the rate alone). Only whole groups are planned, so
     none is cut off at the deadline, within :data:`PLAN_MARGIN` of ``seconds``; a group's time
-    counts its training and evaluations at the group's rate and its final evaluations model by
-    model at the single rate; groups are multiples of ``per_group`` (a seed's four central
-    variants), at most :data:`MAX_FUSE`. Returns ``fuse``, ``runs``, ``groups`` and
+    counts its training and all its evaluations at the group's rate; groups are multiples of
+    ``per_group`` (a seed's four central variants), at most :data:`MAX_FUSE`. Of sizes that record
+    as many runs, the one that takes the least time wins (its records land sooner). Returns ``fuse``, ``runs``, ``groups`` and
     ``seconds_per_group``; ``runs`` 0 when not even one run fits. Raises ``ValueError`` for a
     report without a usable single rate, or ``seconds`` that is not a positive finite number."""
     if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
@@ -255,12 +256,13 @@ def plan_groups(bench: dict, seconds: float, profile, per_group: int = 4) -> dic
         if 1 < size <= MAX_FUSE and size % per_group == 0 and isinstance(rate, (int, float)) \
                 and math.isfinite(rate) and rate > 0:
             rates[size] = float(rate)
-    best = {"fuse": 1, "runs": 0, "groups": 0, "seconds_per_group": None}
+    best, best_used = {"fuse": 1, "runs": 0, "groups": 0, "seconds_per_group": None}, math.inf
     for size, rate in sorted(rates.items()):
-        group_seconds = run_seconds(profile, rate / size) + size * finish_seconds(profile, single)
+        group_seconds = run_seconds(profile, rate / size) + finish_seconds(profile, rate / size)
         groups = int(PLAN_MARGIN * seconds // group_seconds)
-        if groups and groups * size >= best["runs"]:
-            best = {"fuse": size, "runs": groups * size, "groups": groups, "seconds_per_group": group_seconds}
+        runs, used = groups * size, groups * group_seconds
+        if groups and (runs > best["runs"] or (runs == best["runs"] and used < best_used)):
+            best, best_used = {"fuse": size, "runs": runs, "groups": groups, "seconds_per_group": group_seconds}, used
     return best
 
 

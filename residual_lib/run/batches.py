@@ -3,6 +3,8 @@ once for every run, or drawn afresh at each evaluation)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import torch
 
@@ -25,8 +27,15 @@ def fixed_val_batches(
 ) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """The ``fixed`` evaluation set: ``n_batches`` batches drawn once from a generator
     seeded ``seed`` (99,991, as the paper), the same for every variant and run."""
+    return list(iter_fixed_val_batches(val, block_size, batch_size, n_batches, seed))
+
+
+def iter_fixed_val_batches(
+    val: np.ndarray, block_size: int, batch_size: int, n_batches: int, seed: int = FIXED_VAL_SEED
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """:func:`fixed_val_batches` one batch at a time, drawn as they are consumed."""
     g = torch.Generator().manual_seed(seed)
-    return [get_batch(val, block_size, batch_size, g) for _ in range(n_batches)]
+    return (get_batch(val, block_size, batch_size, g) for _ in range(n_batches))
 
 
 class ValidationSet:
@@ -51,4 +60,12 @@ class ValidationSet:
     def batches(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
         if self._fixed is not None:
             return self._fixed
-        return [get_batch(self.val, self.block_size, self.batch_size, self._generator) for _ in range(self.n_batches)]
+        return list(self.iter_batches())
+
+    def iter_batches(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """:meth:`batches` one batch at a time: a random draw is taken from the generator as it
+        is consumed (a fused group evaluates batch by batch without holding every model's draw
+        in memory). Consume one evaluation's batches before the next one's."""
+        if self._fixed is not None:
+            return iter(self._fixed)
+        return (get_batch(self.val, self.block_size, self.batch_size, self._generator) for _ in range(self.n_batches))

@@ -18,7 +18,8 @@ What stays per model, exactly as when a model is trained alone:
   chosen by each weight's shape without the model axis; the learning-rate schedule is the
   profile's, the same for every model of the group;
 * evaluation: every model is evaluated on its fixed batches in one batched pass
-  (:meth:`FusedTrainer.evaluate`); diagnostics and the run record are the single-run code's,
+  (:meth:`FusedTrainer.evaluate`), and so are the final model's evaluation-noise estimates
+  (:meth:`FusedTrainer.final_estimates`); diagnostics and the run record are the single-run code's,
   run on model ``k``'s own module after the stacked weights are copied into it, so a fused
   run's record has the same form and key as a single run's.
 
@@ -106,12 +107,14 @@ class FusedTrainer:
             return self._forward(self.params, self.buffers, self.config, x, y)[1], None
 
     @torch.no_grad()
-    def evaluate(self) -> list[float]:
+    def evaluate(self, draws=None) -> list[float]:
         """Every model's validation loss, in one batched pass per batch: model ``k`` on the
         batches its own :class:`~residual_lib.run.batches.ValidationSet` gives (the fixed batches are
         the same for all; random ones are drawn from each model's own generator, as when it
-        trains alone), the mean of the per-batch means, as :meth:`RunState.evaluate` takes it."""
-        draws = [list(state.valset.batches()) for state in self.states]
+        trains alone), or on ``draws[k]``, the mean of the per-batch means, as
+        :meth:`RunState.evaluate` takes it."""
+        if draws is None:
+            draws = [state.valset.iter_batches() for state in self.states]
         losses = []
         with self.states[0].autocast:
             for batch in zip(*draws):
@@ -119,6 +122,12 @@ class FusedTrainer:
                 y = torch.stack([xy[1] for xy in batch]).to(self.device)
                 losses.append(self._forward(self.params, self.buffers, self.config, x, y, training=False)[1])
         return torch.stack(losses).mean(dim=0).tolist()
+
+    def final_estimates(self) -> list[dict]:
+        """Each model's evaluation-noise estimates (:meth:`RunState.final_estimates`), every
+        estimate one batched pass over the group rather than K passes model by model."""
+        losses = [self.evaluate(draws) for draws in zip(*(state.final_draws() for state in self.states))]
+        return [state.final_estimates([loss[k] for loss in losses]) for k, state in enumerate(self.states)]
 
     def layer_norms(self) -> list[dict]:
         """Each model's gradient norm per layer group."""

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from ..run.architecture import LAYER0_PARTS
-from ..run.batches import ValidationSet, fixed_val_batches, get_batch
+from ..run.batches import ValidationSet, fixed_val_batches, get_batch, iter_fixed_val_batches
 from ..run.data import eval_floor
 from ..run.model import GPTConfig, ResidualGPT
 from ..run.runs import Run, RunError
@@ -181,25 +181,35 @@ class RunState:
                             *((f"grad_norm_layer0_{part}", per_layer[f"layer_0_{part}"]) for part in LAYER0_PARTS)):
             self.train_curve[name].append(value)
 
-    def finish(self, started: float, train_seconds: float, extra_provenance: dict | None = None) -> dict:
-        """Diagnostics and the run record, after the final evaluation. Call inside
+    def final_draws(self) -> list:
+        """The batches of the final model's evaluation-noise estimates, one iterable per
+        estimate: ``eval_noise_repeats`` independent random draws the size of the validation set
+        (what a nanoGPT-style evaluation could have reported for this very model), then the
+        fixed batches. Drawn as they are consumed, so consume them in this order."""
+        p, val = self.profile, self.corpus.val
+        draws = ValidationSet(val, p.block_size, p.batch_size, p.eval_iters, "random", self.run.seed + 104_729)
+        return ([draws.iter_batches() for _ in range(p.eval_noise_repeats)]
+                + [iter_fixed_val_batches(val, p.block_size, p.batch_size, p.eval_iters)])
+
+    def final_estimates(self, losses: list[float] | None = None) -> dict:
+        """The record's ``val_estimates``: the losses on :meth:`final_draws`, in its order, from
+        ``losses`` where the caller measured them (a fused group, all its models at once), else
+        measured here."""
+        if losses is None:
+            losses = [self.evaluate(batches) for batches in self.final_draws()]
+        return {"fixed": losses[-1], "random": losses[:-1]}
+
+    def finish(self, started: float, train_seconds: float, extra_provenance: dict | None = None,
+               estimates: dict | None = None) -> dict:
+        """Diagnostics and the run record, after the final evaluation; ``estimates``:
+        :meth:`final_estimates`'s, measured there when not given. Call inside
         :func:`residual_lib.run.runtime.determinism`. A diverged run gets no diagnostics: its losses are null."""
         profile, corpus = self.profile, self.corpus
         diverged = self.diverged_at is not None
         diag = {}
         if not diverged:
             diag = diagnostics.final_diagnostics(self.model, self.probe)
-            # Evaluation noise: the final model's loss on the fixed batches and on
-            # eval_noise_repeats independent random draws of the same size (what a
-            # nanoGPT-style evaluation could have reported for this very model).
-            draws = ValidationSet(corpus.val, profile.block_size, profile.batch_size, profile.eval_iters, "random",
-                                  self.run.seed + 104_729)
-            random_estimates = [self.evaluate(draws.batches()) for _ in range(profile.eval_noise_repeats)]
-            diag["val_estimates"] = {
-                "fixed": self.evaluate(fixed_val_batches(corpus.val, profile.block_size, profile.batch_size,
-                                                         profile.eval_iters)),
-                "random": random_estimates,
-            }
+            diag["val_estimates"] = estimates or self.final_estimates()
         prov = provenance(self.device, self.run.deterministic)  # inside the block: the settings in force
         prov["compiled"] = self.compiled
         prov["precision"] = self.precision

@@ -175,7 +175,8 @@ def train_group(
         reporter.close()
         # a fused run's tokens_per_second counts its share: the group's tokens over the group's time
         extra = {"fused_models": len(states)} if trainer.fused else {}
-        return [state.finish(started, train_seconds, extra) for state in states]
+        estimates = trainer.final_estimates() if trainer.fused else [None] * len(states)
+        return [state.finish(started, train_seconds, extra, e) for state, e in zip(states, estimates)]
 
 
 def train(run: Run, **options) -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from residual_lib.commands.sweep import sweep, train_runs
 from residual_lib.pages import notebook, parameters
 from residual_lib.pages.execute import all_notebooks, execute_notebook
 from residual_lib.run.profiles import get_profile
-from residual_lib.run.runs import Run
+from residual_lib.run.runs import Run, RunError
 from residual_lib.study import sections
 from residual_lib.study.sections import plan
 
@@ -140,6 +141,52 @@ class _FakeExecutor:
         job = _FakeJob()
         _FakeExecutor.jobs.append(job)
         return job
+
+
+class _DoneJob(_FakeJob):
+    def __init__(self, value):
+        super().__init__()
+        self.value = value
+
+    def done(self):
+        return True
+
+    def result(self):
+        return self.value
+
+
+class _BareEnvironmentExecutor(_FakeExecutor):
+    """Runs each job at once, in this process, without the sweep's RESIDUAL_CHECKPOINT_EVERY:
+    a Slurm site that starts jobs with ``--export=NONE``."""
+
+    def submit(self, fn, *args):
+        _FakeExecutor.jobs.append(args)
+        saved = os.environ.pop("RESIDUAL_CHECKPOINT_EVERY")
+        try:
+            return _DoneJob(fn(*args))
+        finally:
+            os.environ["RESIDUAL_CHECKPOINT_EVERY"] = saved
+
+
+def test_a_cluster_job_checkpoints_at_the_sweeps_interval_without_the_sweeps_environment(monkeypatch, tmp_path):
+    import submitit
+
+    import residual_lib.commands.sweep as sweep_module
+
+    monkeypatch.setattr(submitit, "AutoExecutor", _BareEnvironmentExecutor)
+    monkeypatch.setattr(_FakeExecutor, "jobs", [], raising=False)
+    asked = []
+    monkeypatch.setattr(sweep_module, "obtain", lambda runs, *a, **options: asked.append(options) or [])
+    specs = [Run("smoke", "attn_only", 9), Run("smoke", "ffn_only", 9)]
+    for every, expected in (("40", 40), ("0", 0)):
+        monkeypatch.setenv("RESIDUAL_CHECKPOINT_EVERY", every)
+        train_runs(specs, tmp_path, jobs=1, threads=1, executor="submitit", fuse=1, progress=False)
+    assert [options["checkpoint_every"] for options in asked] == [40, 40, 0, 0]
+    # a bad value stops the sweep in one line before any job is submitted
+    monkeypatch.setenv("RESIDUAL_CHECKPOINT_EVERY", "often")
+    with pytest.raises(RunError, match="^RESIDUAL_CHECKPOINT_EVERY must be a whole number"):
+        train_runs(specs, tmp_path, jobs=1, threads=1, executor="submitit", progress=False)
+    assert len(_FakeExecutor.jobs) == 4 and not list((tmp_path / "smoke").glob(".*.claim"))
 
 
 def test_a_stopped_submitit_sweep_cancels_its_jobs_and_gives_back_its_claims(monkeypatch, tmp_path):

@@ -49,7 +49,7 @@ from ..run.runs import PAPER_SEEDS, Run, fuse_groups
 from ..storage.locks import OURS, RECORDED, claim, clean_stale_files, release_claim
 from ..storage.records import read_record
 from ..study.sections import DEFAULT_PROFILE, missing, plan, section_name
-from ..training.checkpoint import clear_killed_saves
+from ..training.checkpoint import clear_killed_saves, default_every
 from ..training.store import obtain
 
 
@@ -108,16 +108,17 @@ def _exit_with_parent(parent: int) -> None:
 
 
 def _worker(runs: list[Run], results_dir: str, device: str, threads: int, log_path: str,
-                 compile: bool = False) -> list[str]:
+                 compile: bool = False, checkpoint_every: int | None = None) -> list[str]:
     """Worker: train a group of runs of one fuse key with ``threads`` torch threads -- one run
-    alone, several fused (:mod:`residual_lib.training.fused`) -- progress lines to ``log_path``.
-    Returns the written record paths."""
+    alone, several fused (:mod:`residual_lib.training.fused`) -- progress lines to ``log_path``,
+    a checkpoint every ``checkpoint_every`` steps (0: none). Returns the written record paths."""
     torch.set_num_threads(threads)
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "w") as log:
         saved, sys.stderr = sys.stderr, log
         try:  # the sweep holds the claims
-            done = obtain(runs, results_dir, claim=False, fuse=len(runs), device=device, compile=compile)
+            done = obtain(runs, results_dir, claim=False, fuse=len(runs), device=device, compile=compile,
+                          checkpoint_every=checkpoint_every)
             return [str(path) for path, _ in done]
         except BaseException:
             traceback.print_exc(file=log)
@@ -196,6 +197,9 @@ def train_runs(
     if jobs is None:
         jobs = min(default_jobs, len(groups))
     threads = threads or max(1, (os.cpu_count() or 1) // jobs)
+    # resolved here, where RESIDUAL_CHECKPOINT_EVERY is set: a cluster job may start without the
+    # sweep's environment (Slurm's --export=NONE), and a bad value is refused before any job starts
+    every = {spec.profile.name: default_every(spec.profile.name) for spec in specs}
     # SIGTERM and Ctrl-C are recorded while the local pool runs and raised at the loop's check():
     # an interrupt inside ProcessPoolExecutor's own code can leave it unable to shut down
     with deferred() if executor == "local" else contextlib.nullcontext():
@@ -244,7 +248,8 @@ def train_runs(
                         continue
                     name = target(mine[0]).stem + (f"_fused{len(mine)}" if len(mine) > 1 else "")
                     log = results / mine[0].profile.name / "logs" / f"{name}.log"
-                    future = backend.submit(mine, str(results), device, threads, str(log), compile)
+                    future = backend.submit(mine, str(results), device, threads, str(log), compile,
+                                            every[mine[0].profile.name])
                     running[future] = (mine, log)
                 if elsewhere and time.monotonic() - checked > 2.0:
                     checked = time.monotonic()

@@ -39,7 +39,7 @@
 # The group size: `device-check --plan bench.json --seconds <time left>` takes the benchmark's
 # rates and picks the size (1, or 4, 8, 16, 32: whole seeds of the four central variants) that
 # records the most runs in whole groups within 80% of the time left, so no group is cut off
-# at the deadline; the sweep then trains that many seeds (SEEDS, in order), FUSE at a time.
+# at the deadline (of sizes that record as many, the smallest); the sweep then trains that many seeds (SEEDS, in order), FUSE at a time.
 # Without a plan (the benchmark failed before its single rate) it trains the first seed's runs
 # one at a time until the deadline; so it does where fewer runs than a seed's four fit.
 # Fused groups compute on weights with a model axis (residual_lib.training.batched): attention runs on

@@ -214,16 +214,17 @@ def test_a_plan_fills_the_time_left_with_whole_groups():
     assert alone == pytest.approx((16_384 * 5_000 + 21 * 200 * 16_384 / 3) / 1e6)  # 82M tokens and 21 evaluations
     finish = finish_seconds(profile, 1e6)  # the final evaluations, at the group's rate per model
     assert finish == pytest.approx(9 * 200 * 16_384 / 3 / 1e6)  # the fixed batches and 8 random draws
-    bench = {"single_tokens_per_s": 1e6, "fused_sizes": {"8": 3e6, "16": 5e6, "32": 4.5e6}}
+    bench = {"single_tokens_per_s": 1e6, "fused_sizes": {"8": 3e6, "16": 5e6, "32": 5.5e6}}
     plan = plan_groups(bench, seconds=10 * alone, profile=profile)
     # 80% of ten runs' time: alone 7 runs; 8 at 3x take 8/3 runs' time (two groups, 16 runs);
-    # 16 at 5x 16/5 (two groups, 32 runs); 32 at 4.5x 32/4.5 (one group, 32 runs, but longer)
+    # 16 at 5x 16/5 (two groups, 32 runs); 32 at 5.5x 32/5.5 (one group, 32 runs): as many runs,
+    # so the smaller groups, though the one group of 32 would end first (667 s against 734 s)
     assert (plan["fuse"], plan["runs"], plan["groups"]) == (16, 32, 2)
     assert plan["seconds_per_group"] == pytest.approx(16 / 5 * (alone + finish))
     assert plan["seconds_per_group"] * plan["groups"] <= PLAN_MARGIN * 10 * alone
-    # as many runs in less time: one group of 32 at 5.5x ends before two of 16 at 5x
-    faster = plan_groups({**bench, "fused_sizes": {"16": 5e6, "32": 5.5e6}}, seconds=10 * alone, profile=profile)
-    assert (faster["fuse"], faster["runs"], faster["groups"]) == (32, 32, 1)
+    # more runs: the larger group (at 7x, 32 runs in one group; 16 at 5x fit only once in 80% of 7.5 runs)
+    larger = plan_groups({**bench, "fused_sizes": {"16": 5e6, "32": 7e6}}, seconds=7.5 * alone, profile=profile)
+    assert (larger["fuse"], larger["runs"], larger["groups"]) == (32, 32, 1)
     # too little time for any run: nothing; a little more: one run alone
     assert plan_groups(bench, seconds=1.1 * alone, profile=profile)["runs"] == 0
     assert plan_groups(bench, seconds=1.5 * alone, profile=profile) == {

@@ -232,12 +232,18 @@ def test_a_groups_final_estimates_are_batched_not_taken_model_by_model(monkeypat
                         lambda self, draws=None, _real=fused.FusedTrainer.evaluate: passes.append(1) or _real(self, draws))
     monkeypatch.setattr(RunState, "evaluate", lambda *a, **k: pytest.fail("a fused model was evaluated alone"))
     recs = train_group(runs, progress=False)
-    # 4 evaluations during training (steps 0, 20, 40, 60), then the fixed batches and 8 random draws
+    # 4 evaluations (steps 0, 20 and 40, and 60 after the last step), then 8 random draws and the fixed batches
     assert len(passes) == 60 // 20 + 1 + 1 + PROFILE.eval_noise_repeats
     estimates = [r["diagnostics"]["val_estimates"] for r in recs]
     assert estimates[0]["fixed"] != estimates[1]["fixed"] and len(set(estimates[0]["random"])) == 8
-    # the fixed estimate is the last evaluation's batches again, measured in the other pass
+    # the fixed estimate: the final evaluation's batches again, in a pass of their own
     assert abs(estimates[0]["fixed"] - recs[0]["final_val_loss"]) < 1e-4
+
+
+def test_a_group_whose_models_all_diverged_takes_no_final_estimates(monkeypatch):
+    monkeypatch.setattr(fused.FusedTrainer, "final_estimates", lambda self: pytest.fail("estimates of diverged runs"))
+    recs = train_group([Run(PROFILE, "attn_only", 1, gain=1e30), Run(PROFILE, "full", 2, gain=1e30)], progress=False)
+    assert [r["status"] for r in recs] == ["diverged", "diverged"] and not recs[0]["diagnostics"]
 
 
 def test_batches_cut_on_the_device_are_the_hosts_bit_for_bit():

@@ -186,7 +186,7 @@ def test_a_cluster_job_checkpoints_at_the_sweeps_interval_without_the_sweeps_env
     monkeypatch.setenv("RESIDUAL_CHECKPOINT_EVERY", "often")
     with pytest.raises(RunError, match="^RESIDUAL_CHECKPOINT_EVERY must be a whole number"):
         train_runs(specs, tmp_path, jobs=1, threads=1, executor="submitit", progress=False)
-    assert len(_FakeExecutor.jobs) == 4 and not list((tmp_path / "smoke").glob(".*.claim"))
+    assert len(_FakeExecutor.jobs) == 4
 
 
 def test_a_stopped_submitit_sweep_cancels_its_jobs_and_gives_back_its_claims(monkeypatch, tmp_path):

@@ -241,7 +241,8 @@ def plan_groups(bench: dict, seconds: float, profile, per_group: int = 4) -> dic
     none is cut off at the deadline, within :data:`PLAN_MARGIN` of ``seconds``; a group's time
     counts its training and all its evaluations at the group's rate; groups are multiples of
     ``per_group`` (a seed's four central variants), at most :data:`MAX_FUSE`. Of sizes that record
-    as many runs, the one that takes the least time wins (its records land sooner). Returns ``fuse``, ``runs``, ``groups`` and
+    as many runs, the smallest wins: its first records land sooner, and a rate misjudged by the
+    benchmark loses fewer runs at the deadline. Returns ``fuse``, ``runs``, ``groups`` and
     ``seconds_per_group``; ``runs`` 0 when not even one run fits. Raises ``ValueError`` for a
     report without a usable single rate, or ``seconds`` that is not a positive finite number."""
     if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
@@ -256,13 +257,12 @@ def plan_groups(bench: dict, seconds: float, profile, per_group: int = 4) -> dic
         if 1 < size <= MAX_FUSE and size % per_group == 0 and isinstance(rate, (int, float)) \
                 and math.isfinite(rate) and rate > 0:
             rates[size] = float(rate)
-    best, best_used = {"fuse": 1, "runs": 0, "groups": 0, "seconds_per_group": None}, math.inf
-    for size, rate in sorted(rates.items()):
+    best = {"fuse": 1, "runs": 0, "groups": 0, "seconds_per_group": None}
+    for size, rate in sorted(rates.items()):  # smallest first: a larger size must record more runs
         group_seconds = run_seconds(profile, rate / size) + finish_seconds(profile, rate / size)
         groups = int(PLAN_MARGIN * seconds // group_seconds)
-        runs, used = groups * size, groups * group_seconds
-        if groups and (runs > best["runs"] or (runs == best["runs"] and used < best_used)):
-            best, best_used = {"fuse": size, "runs": runs, "groups": groups, "seconds_per_group": group_seconds}, used
+        if groups and groups * size > best["runs"]:
+            best = {"fuse": size, "runs": groups * size, "groups": groups, "seconds_per_group": group_seconds}
     return best
 
 

@@ -111,7 +111,8 @@ def _worker(runs: list[Run], results_dir: str, device: str, threads: int, log_pa
                  compile: bool = False, checkpoint_every: int | None = None) -> list[str]:
     """Worker: train a group of runs of one fuse key with ``threads`` torch threads -- one run
     alone, several fused (:mod:`residual_lib.training.fused`) -- progress lines to ``log_path``,
-    a checkpoint every ``checkpoint_every`` steps (0: none). Returns the written record paths."""
+    a checkpoint every ``checkpoint_every`` steps (0: none; None: the worker's own default).
+    Returns the written record paths."""
     torch.set_num_threads(threads)
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "w") as log:
@@ -199,7 +200,7 @@ def train_runs(
     threads = threads or max(1, (os.cpu_count() or 1) // jobs)
     # resolved here, where RESIDUAL_CHECKPOINT_EVERY is set: a cluster job may start without the
     # sweep's environment (Slurm's --export=NONE), and a bad value is refused before any job starts
-    every = {spec.profile.name: default_every(spec.profile.name) for spec in specs}
+    every = {spec.profile.name: default_every(spec.profile.name) or 0 for spec in specs}
     # SIGTERM and Ctrl-C are recorded while the local pool runs and raised at the loop's check():
     # an interrupt inside ProcessPoolExecutor's own code can leave it unable to shut down
     with deferred() if executor == "local" else contextlib.nullcontext():

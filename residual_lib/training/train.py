@@ -175,7 +175,9 @@ def train_group(
         reporter.close()
         # a fused run's tokens_per_second counts its share: the group's tokens over the group's time
         extra = {"fused_models": len(states)} if trainer.fused else {}
-        estimates = trainer.final_estimates() if trainer.fused else [None] * len(states)
+        # a diverged model's estimates are not recorded: a group of only those takes none
+        fused = trainer.fused and not all_diverged()
+        estimates = trainer.final_estimates() if fused else [None] * len(states)
         return [state.finish(started, train_seconds, extra, e) for state, e in zip(states, estimates)]
 
 

@@ -636,6 +636,24 @@ def test_a_killed_run_resumes_from_its_checkpoint_bitwise_identical(tmp_path, mo
     assert not partial.exists() and not group.exists() and recent.exists()
 
 
+def test_a_run_killed_in_its_final_evaluations_resumes_after_its_last_step_bitwise_identical(tmp_path, monkeypatch):
+    from residual_lib.training.state import RunState
+
+    whole, _ = obtain([Run("smoke", "attn_only", 8)], tmp_path / "whole", progress=False, checkpoint_every=70)[0]
+    with monkeypatch.context() as patch:
+        patch.setattr(RunState, "final_estimates", lambda *a, **k: (_ for _ in ()).throw(_Killed))
+        with pytest.raises(_Killed):
+            obtain([Run("smoke", "attn_only", 8)], tmp_path / "killed", progress=False, checkpoint_every=70)
+    (saved,) = (tmp_path / "killed" / "smoke" / ".checkpoints").glob("*.pt")
+    assert read_checkpoint(saved)["step"] == get_profile("smoke").max_iters  # not 140, the last regular one
+    import residual_lib.training.train as train_module
+
+    monkeypatch.setattr(train_module, "take_step", lambda *a: pytest.fail("a step trained again"))
+    resumed, trained = obtain([Run("smoke", "attn_only", 8)], tmp_path / "killed", progress=False,
+                              checkpoint_every=70)[0]
+    assert trained and _bits(resumed) == _bits(whole)
+
+
 @pytest.mark.parametrize("every, saved_at", [("50", 50), ("0", None)])
 def test_a_sweep_wide_checkpoint_interval_comes_from_the_environment(tmp_path, monkeypatch, every, saved_at):
     """RESIDUAL_CHECKPOINT_EVERY reaches every run that names no interval (a sweep's workers

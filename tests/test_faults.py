@@ -652,6 +652,7 @@ def test_a_run_killed_in_its_final_evaluations_resumes_after_its_last_step_bitwi
     resumed, trained = obtain([Run("smoke", "attn_only", 8)], tmp_path / "killed", progress=False,
                               checkpoint_every=70)[0]
     assert trained and _bits(resumed) == _bits(whole)
+    assert read_record(resumed)["provenance"]["resumed_from_step"] == 150 and not saved.exists()
 
 
 @pytest.mark.parametrize("every, saved_at", [("50", 50), ("0", None)])

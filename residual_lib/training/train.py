@@ -7,9 +7,9 @@ Checkpoints (:mod:`residual_lib.training.checkpoint`). Long runs (the paper prof
 steps, and once more after the last step, before the final evaluations (at ``paper-10m`` on
 one CPU core, the last evaluation, then the fixed batches and eight random draws again, ten
 passes over 200 batches, take about 90 minutes). A killed run started again resumes from its
-last checkpoint and ends bitwise identical to an uninterrupted one; the checkpoint is deleted once the record is written. A
-checkpoint whose sha256 does not match its contents is ignored (one line on stderr) and the
-run starts over. A run that checkpoints and is stopped by Ctrl-C or SIGTERM (a scheduler's
+last checkpoint and ends bitwise identical to an uninterrupted one; the checkpoint is deleted
+once the record is written. A checkpoint whose sha256 does not match its contents is ignored
+(one line on stderr) and the run starts over. A run that checkpoints and is stopped by Ctrl-C or SIGTERM (a scheduler's
 preemption) while it trains a step finishes that step, saves a checkpoint after it and then
 stops, so the steps since the last regular checkpoint are kept; a second signal stops it at once,
 and one that arrives during an evaluation stops it there, keeping the last checkpoint, the one

@@ -25,8 +25,10 @@ def test_records_are_checked_against_the_registration_commit(monkeypatch):
                                          "2026-12-01T00:00:00+00:00"]})
     s = preregistration.status(frame)
     assert (s["records"], s["started_after"], s["holds"], s["descend"]) == (2, 2, True, None)
-    assert "precedes all 2 `paper-10m` records: the first of them started 2026-12-05 05:00 UTC." in \
+    assert "precedes both `paper-10m` records: the first of them started 2026-12-05 05:00 UTC." in \
         preregistration.statement(frame)
+    three = pd.concat([frame, frame.head(1)], ignore_index=True)
+    assert "precedes all 3 `paper-10m` records: the first" in preregistration.statement(three)
     frame.loc[0, "started_at"] = "2026-12-05T03:00:00+00:00"  # a record that began before the rules were fixed
     s = preregistration.status(frame)
     assert (s["started_after"], s["holds"]) == (1, False)
@@ -46,8 +48,10 @@ def test_code_that_held_the_registration_commit_is_evidence_no_clock_gives(monke
                           "started_at": ["2026-12-05T05:00:00+00:00", "2026-12-05T06:00:00+00:00"]})
     monkeypatch.setattr(preregistration, "descends", lambda commit, sha: {"b": True, "c": False}[sha[0]])
     assert preregistration.status(frame)["descend"] == 1
-    assert ("05:00 UTC, and 1 of them was trained by code that already held that commit (the others by "
-            "their clocks).") in preregistration.statement(frame)
+    assert ("05:00 UTC, and 1 of them was trained by code that already held that commit (the other by "
+            "its clock).") in preregistration.statement(frame)
+    three = pd.concat([frame, frame.tail(1)], ignore_index=True)
+    assert "held that commit (the others by their clocks)." in preregistration.statement(three)
     monkeypatch.setattr(preregistration, "descends", lambda commit, sha: False)
     assert "05:00 UTC, by their clocks: none was trained by code that held that commit yet." in \
         preregistration.statement(frame)

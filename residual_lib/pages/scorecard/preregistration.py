@@ -270,7 +270,7 @@ def _descent(s: dict, which: bool = False) -> str:
     if k == 0:
         return ", by their clocks: none was trained by code that held that commit yet"
     return (f", and {k} of them {'was' if k == 1 else 'were'} trained by code that already held that commit "
-            "(the others by their clocks)")
+            f"({'the other by its clock' if n - k == 1 else 'the others by their clocks'})")
 
 
 def _late_dated(s: dict) -> str:
@@ -338,7 +338,7 @@ def statement(records: pd.DataFrame, brief: bool = False) -> str:
         if n == 1:
             text += f"the one `{PROFILE}` record" + (f": it started {first}" if first else "")
         else:
-            text += f"all {n} `{PROFILE}` records" + (
+            text += ("both" if n == 2 else f"all {n}") + f" `{PROFILE}` records" + (
                 "" if not first else f": the first of those that give a true start began {first}"
                 if s["late_dated"] else f": the first of them started {first}")
         text += _descent(s, which=n == 1 and not first) + "." + ("" if brief else _late_dated(s))

@@ -183,7 +183,7 @@ def test_the_chapter_reads_the_smoke_records(smoke_results):
                                                                        records.best_val_loss + 0.05))
     best_step = read_record(records[records.variant == "full"].path.iloc[0])["best_step"]
     text = chapter.overfit_text(worse)
-    assert text.startswith("Each variant's final loss lies above its best, by 0.050 nats for Full, ")
+    assert text.startswith("Each variant's final loss lies ") and "above its best, by 0.050 nats for Full, " in text
     assert text.endswith(f"Full overfits: its validation loss is lowest at step {best_step:,} and rises after it.")
     alone = worse[worse.variant == "full"]  # one variant: said of it
     assert chapter.overfit_text(alone).startswith("Full's final loss lies 0.050 nats above its best. Full overfits: ")
@@ -220,6 +220,12 @@ def test_one_run_that_does_not_overfit_is_said_as_one_and_the_cost_of_a_run_is_r
     one = _frame(attn_only=1.522).assign(best_val_loss=1.518)
     assert chapter.overfit_text(one) == ("AttnOnly's final loss lies 0.004 nats above its best. That does not exceed"
                                          " the 0.01 nats beyond which this chapter counts a run as overfitting.")
+    pair = _frame(attn_only=1.522, ffn_only=3.34877).assign(best_val_loss=[1.518, 3.34871])
+    assert chapter.overfit_text(pair).startswith("Each variant's final loss lies above its best, by 0.004 nats for "
+                                                 "AttnOnly and less than 0.001 for FFNOnly. ")  # not "0.000"
+    assert chapter.overfit_text(pair.assign(best_val_loss=[1.518, 3.34877])).startswith(
+        "Each variant's final loss lies at or above its best, by 0.004 nats for AttnOnly and 0 for FFNOnly. ")
+    assert chapter.overfit_text(pair.tail(1).assign(best_val_loss=3.34877)).startswith("FFNOnly's final loss is its best. ")
     floor = _frame(ffn_only=3.40).assign(best_val_loss=3.33)  # at the floor: not judged, however far above its best
     assert chapter.overfit_text(floor).endswith("It ends at or above the floor, so it is not judged for overfitting.")
     timed = one.assign(wall_seconds=62_657.0, tokens_per_second=1_569.0)

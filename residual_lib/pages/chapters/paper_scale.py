@@ -327,6 +327,13 @@ def curves_figure(curves: pd.DataFrame, floor: float) -> plt.Figure:
     return fig
 
 
+def _nats(gap: float, unit: bool) -> str:
+    """A final-above-best gap at three decimals, or "less than 0.001" where that would read 0.000
+    for a gap that is there; ``unit``: with "nats" after it."""
+    text = "0" if gap <= 0 else f"{gap:.3f}" if gap >= 0.0005 else "less than 0.001"
+    return text + (" nats" if unit else "")
+
+
 def overfit_text(records: pd.DataFrame) -> str:
     """How far each variant's final loss ends above its best, and which of the variants that
     learned (ended below the floor) overfit by more than :data:`OVERFIT` nats."""
@@ -335,10 +342,12 @@ def overfit_text(records: pd.DataFrame) -> str:
     if not shown:
         return ""
     if len(shown) == 1:
-        text = f"{display_name(shown[0])}'s final loss lies {gaps[shown[0]]:.3f} nats above its best. "
+        gap = gaps[shown[0]]
+        text = (f"{display_name(shown[0])}'s final loss lies {_nats(gap, True)} above its best. " if gap > 0 else
+                f"{display_name(shown[0])}'s final loss is its best. ")
     else:
-        by = listing(f"{gaps[v]:.3f}{' nats' if i == 0 else ''} for {display_name(v)}" for i, v in enumerate(shown))
-        text = f"Each variant's final loss lies above its best, by {by}. "
+        by = listing(f"{_nats(gaps[v], i == 0)} for {display_name(v)}" for i, v in enumerate(shown))
+        text = f"Each variant's final loss lies {'' if (gaps[shown] > 0).all() else 'at or '}above its best, by {by}. "
     learned = records[[status(x, f) not in ("floor", "above") for x, f in zip(records.final_val_loss, records.eval_floor)]]
     over = gaps[gaps.index.isin(learned.variant) & (gaps > OVERFIT)]
     if not len(over):

@@ -130,7 +130,7 @@ def test_how_a_run_was_trained_is_read_from_its_provenance():
     sentence = scorecard.profiles_sentence("cpu", cpu.assign(on_recipe=True))
     assert sentence.endswith("The `paper-10m` run shown was trained here on CPU in bf16.")  # one run, said as one
     two = scorecard.profiles_sentence("cpu", pd.concat([cpu, cpu.assign(seed=42)]).assign(on_recipe=True))
-    assert two.endswith("The 2 `paper-10m` runs shown were trained here on CPU in bf16.")
+    assert two.endswith("The two `paper-10m` runs shown were trained here on CPU in bf16.")
     assert "trained here on" not in scorecard.profiles_sentence("cpu", cpu.assign(on_recipe=False))
 
 
@@ -226,6 +226,7 @@ def test_one_run_that_does_not_overfit_is_said_as_one_and_the_cost_of_a_run_is_r
     assert chapter.overfit_text(pair.assign(best_val_loss=[1.518, 3.34877])).startswith(
         "Each variant's final loss lies at or above its best, by 0.004 nats for AttnOnly and 0 for FFNOnly. ")
     assert chapter.overfit_text(pair.tail(1).assign(best_val_loss=3.34877)).startswith("FFNOnly's final loss is its best. ")
+    assert "FFNOnly" not in chapter.overfit_text(pair.assign(best_val_loss=[1.518, float("nan")]))  # no gap: unsaid
     floor = _frame(ffn_only=3.40).assign(best_val_loss=3.33)  # at the floor: not judged, however far above its best
     assert chapter.overfit_text(floor).endswith("It ends at or above the floor, so it is not judged for overfitting.")
     timed = one.assign(wall_seconds=62_657.0, tokens_per_second=1_569.0)

@@ -337,7 +337,7 @@ def _nats(gap: float, unit: bool) -> str:
 def overfit_text(records: pd.DataFrame) -> str:
     """How far each variant's final loss ends above its best, and which of the variants that
     learned (ended below the floor) overfit by more than :data:`OVERFIT` nats."""
-    gaps = (records.final_val_loss - records.best_val_loss).groupby(records.variant).mean()
+    gaps = (records.final_val_loss - records.best_val_loss).groupby(records.variant).mean().dropna()  # NaN: no gap
     shown = [v for v in CENTRAL_VARIANTS if v in gaps.index]
     if not shown:
         return ""

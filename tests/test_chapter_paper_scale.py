@@ -237,7 +237,7 @@ def test_one_run_that_does_not_overfit_is_said_as_one_and_the_cost_of_a_run_is_r
     short = chapter.cost(timed.assign(wall_seconds=600.0), "smoke-paper")
     assert short.startswith("`smoke-paper` trains on a CPU, one core a run (its one run on record ran 10 minutes")
     two = pd.concat([timed, timed.assign(seed=42, wall_seconds=55_457.0)])
-    assert "its 2 runs on record ran, on average, 16 hours with its evaluations" in chapter.cost(two)
+    assert "its two runs on record ran, on average, 16 hours with their evaluations, counting only the time their" in chapter.cost(two)
     assert chapter.cost(one.head(0)) == "`paper-10m` trains on a CPU, one core a run"
 
 

@@ -48,13 +48,14 @@ def test_code_that_held_the_registration_commit_is_evidence_no_clock_gives(monke
                           "started_at": ["2026-12-05T05:00:00+00:00", "2026-12-05T06:00:00+00:00"]})
     monkeypatch.setattr(preregistration, "descends", lambda commit, sha: {"b": True, "c": False}[sha[0]])
     assert preregistration.status(frame)["descend"] == 1
-    assert ("05:00 UTC, and 1 of them was trained by code that already held that commit (the other by "
+    assert ("05:00 UTC, and one of them was trained by code that already held that commit (the other by "
             "its clock).") in preregistration.statement(frame)
     three = pd.concat([frame, frame.tail(1)], ignore_index=True)
     assert "held that commit (the others by their clocks)." in preregistration.statement(three)
     monkeypatch.setattr(preregistration, "descends", lambda commit, sha: False)
-    assert "05:00 UTC, by their clocks: none was trained by code that held that commit yet." in \
+    assert "05:00 UTC, by their clocks: neither was trained by code that held that commit yet." in \
         preregistration.statement(frame)
+    assert "by their clocks: none was trained" in preregistration.statement(pd.concat([frame, frame.head(1)]))
     monkeypatch.setattr(preregistration, "descends", lambda commit, sha: True)
     assert "05:00 UTC, and each was trained by code that already held that commit." in \
         preregistration.statement(frame)

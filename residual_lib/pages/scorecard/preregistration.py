@@ -268,8 +268,8 @@ def _descent(s: dict, which: bool = False) -> str:
     if k == n:
         return ", and each was trained by code that already held that commit"
     if k == 0:
-        return ", by their clocks: none was trained by code that held that commit yet"
-    return (f", and {k} of them {'was' if k == 1 else 'were'} trained by code that already held that commit "
+        return f", by their clocks: {'neither' if n == 2 else 'none'} was trained by code that held that commit yet"
+    return (f", and {'one' if k == 1 else k} of them {'was' if k == 1 else 'were'} trained by code that already held that commit "
             f"({'the other by its clock' if n - k == 1 else 'the others by their clocks'})")
 
 

@@ -36,6 +36,14 @@ def listing(items) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
+
+
+def in_words(n: int) -> str:
+    """A count as prose writes it: "no" to "twelve" in words, larger ones in digits."""
+    return _WORDS[n] if 0 <= n < len(_WORDS) else f"{n:,}"
+
+
 def plural(noun: str, count: int) -> str:
     """``noun`` as many times as ``count`` says: ``record`` for 1, ``records`` otherwise (no "(s)")."""
     return noun if count == 1 else noun + "s"

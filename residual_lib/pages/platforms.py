@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..core.text import listing
+from ..core.text import in_words, listing
 from .names import display_name
 from ..storage.records import read_record
 
 #: torch's names of its CPU kernel sets (``torch.backends.cpu.get_cpu_capability()``), as prose.
 ISA_NAMES = {"AVX512": "AVX-512", "AVX2": "AVX2", "DEFAULT": "portable (non-vector)"}
-NUMBERS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
 #: Names a CPU record gives as its device where it does not name the processor's model.
 ARCHITECTURES = {"x86_64", "amd64", "i386", "i686", "aarch64", "arm64", "arm", "cpu"}
 #: What a record that names no device is said to have trained on.
@@ -56,7 +55,7 @@ def platform(provenance: dict) -> str:
     if device.startswith("cuda"):
         return f"one {provenance.get('device_name') or 'GPU'}"
     threads = provenance.get("cpu_threads")
-    cores = "one CPU core" if threads == 1 else (f"{NUMBERS.get(threads, threads)} CPU threads" if threads else "the CPU")
+    cores = "one CPU core" if threads == 1 else (f"{in_words(threads)} CPU threads" if threads else "the CPU")
     model = _model(provenance)
     if model:
         cores += f" of an {model}" if model[:1].upper() in "AEIOU" else f" of a {model}"
@@ -89,7 +88,7 @@ def trained_on(records: pd.DataFrame) -> str:
     if where.nunique() == 1:
         if len(records) == 1:
             return f"{_runs(records)} trained on {where.iloc[0]}."
-        return f"Each of the {NUMBERS.get(len(records), len(records))} runs trained on {where.iloc[0]}."
+        return f"Each of the {in_words(len(records))} runs trained on {where.iloc[0]}."
     clauses = [f"{_runs(runs)} on {place}" for place, runs in records.groupby(where, sort=False)]
     text = "The records name where each run trained: " + "; ".join(clauses) + "."
     if _kernels_differ(provenance):

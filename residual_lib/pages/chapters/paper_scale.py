@@ -17,8 +17,8 @@ from ...storage.records import read_record
 from ...study import analysis, paper
 from .. import scorecard
 from ..names import display_name
-from ..platforms import NUMBERS
 from ..plots import PALETTE, WIDTH
+from ...core.text import in_words
 from ..tables import listing, mean_std, missing_runs, plural, still_to_come  # noqa: F401 (the notebook's)
 from .paper_scale_inside import (ALPHA_HEADERS, alpha, alpha_text, layer0, layer0_note,  # noqa: F401 (the notebook's)
                                  layer0_text, uniform_alpha)
@@ -286,7 +286,7 @@ def cost(records: pd.DataFrame, study: str | None = "paper-10m") -> str:
     count, unit = (round(hours), "hour") if hours >= 1 else (round(hours * 60), "minute")
     took = f"{count} {plural(unit, count)}"
     n = len(records)
-    runs = "its one run on record ran" if n == 1 else f"its {NUMBERS.get(n, n)} runs on record ran, on average,"
+    runs = "its one run on record ran" if n == 1 else f"its {in_words(n)} runs on record ran, on average,"
     its = "its" if n == 1 else "their"
     return (f"`{study}` trains on a CPU, one core a run ({runs} {took} with {its} evaluations, counting only the "
             f"time {its} processes ran, and trained at {rate:,.0f} tokens/s)")

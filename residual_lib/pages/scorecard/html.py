@@ -11,10 +11,10 @@ import pandas as pd
 from IPython.display import HTML
 
 from ..names import prose_names
-from ..platforms import NUMBERS
 from ...run.profiles import BOOK_PROFILE, DROPOUT_TWIN, get_profile
 from ...study import paper
 from ...core.paths import results_folder
+from ...core.text import in_words
 from ...study.frames import load_records
 from ..tables import listing, table
 from ..tables import number as fmt
@@ -108,7 +108,7 @@ def profiles_sentence(stand_in: str = BOOK_PROFILE, records: pd.DataFrame | None
         own = records[records.profile == name] if records is not None and len(records) else ()
         own = own[own.on_recipe.astype(bool)] if len(own) and "on_recipe" in own else own
         if len(own):
-            runs = f"`{name}` run shown was" if len(own) == 1 else f"{NUMBERS.get(len(own), len(own))} `{name}` runs shown were"
+            runs = f"`{name}` run shown was" if len(own) == 1 else f"{in_words(len(own))} `{name}` runs shown were"
             text += f" The {runs} trained here {how_trained(own)}."
     return text
 

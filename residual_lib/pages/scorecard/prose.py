@@ -8,16 +8,9 @@ from scipy import stats
 from ...run.profiles import BOOK_PROFILE, DROPOUT_TWIN, get_profile
 from ...study.frames import profile_input_blind_line, usable
 from ...study.sections import central_sweep, controlled
-from ...core.text import plural
+from ...core.text import in_words, plural
 from . import limits
 from .rule import PAPER_SCALE, VERDICTS, stand_ins
-
-_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
-
-
-def _word(n: int) -> str:
-    return _WORDS[n] if 0 <= n < len(_WORDS) else f"{n:,}"
-
 
 #: How the count sentence names each verdict (singular, plural).
 _COUNTED = {
@@ -41,13 +34,13 @@ def count_sentence(table: pd.DataFrame, profile: str) -> str:
     checked = table[(table.profile == profile) & (table.verdict != "not run at this scale")]
     claims = table.claim.nunique()
     counts = checked.drop_duplicates("claim").verdict.value_counts()
-    parts = [f"{_word(int(counts[v]))} {_COUNTED[v][int(counts[v]) > 1]}" for v in VERDICTS if v in counts]
+    parts = [f"{in_words(int(counts[v]))} {_COUNTED[v][int(counts[v]) > 1]}" for v in VERDICTS if v in counts]
     if not parts:
         return f"None of the {claims} claims has records at `{profile}` yet."
     listed = parts[0] if len(parts) == 1 else "; ".join(parts[:-1]) + "; and " + parts[-1]
     n = checked.claim.nunique()
-    return (f"Of the paper's {claims} claims, {_word(n)} {'has' if n == 1 else 'have'} a verdict at `{profile}`"
-            + (f" (the other {_word(claims - n)} {'is about a model' if claims - n == 1 else 'are about models'} "
+    return (f"Of the paper's {claims} claims, {in_words(n)} {'has' if n == 1 else 'have'} a verdict at `{profile}`"
+            + (f" (the other {in_words(claims - n)} {'is about a model' if claims - n == 1 else 'are about models'} "
                "this profile does not train)" if claims > n else "")
             + f": {listed}.")
 
@@ -74,12 +67,12 @@ def headline(table: pd.DataFrame, records: pd.DataFrame, stand_in: str = BOOK_PR
         ffn = sweep[sweep.variant == "ffn_only"]
         off = int((ffn.eval_floor - ffn.final_val_loss > limits.FLOOR_TOL).sum())
         median = ffn.final_val_loss.median()
-        pulled = (f"; FFNOnly's median is {median:.3f}, {_word(off)} escaped seed{'' if off == 1 else 's'} "
+        pulled = (f"; FFNOnly's median is {median:.3f}, {in_words(off)} escaped seed{'' if off == 1 else 's'} "
                   f"{'pulls' if off == 1 else 'pull'} its mean down" if off and means["ffn_only"] < median - 0.0005
                   else "")
         text += (f" On {size} it {held}: AttnOnly ends at {means['attn_only']:.3f} nats "
                  f"and FFNOnly at {means['ffn_only']:.3f}, against a floor of {floor:.3f} (means over the central "
-                 f"sweep's {_word(len(seeds))} seed{'' if len(seeds) == 1 else 's'}{pulled}).")
+                 f"sweep's {in_words(len(seeds))} seed{'' if len(seeds) == 1 else 's'}{pulled}).")
     collapse, counts = [], []
     for profile in stand_ins(stand_in):
         row = rows.loc[("ffn_collapse_10m", profile)] if ("ffn_collapse_10m", profile) in rows.index else None

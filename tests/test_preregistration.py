@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 import pandas as pd
 import pytest
 
+from residual_lib.core.text import in_words
 from residual_lib.pages.scorecard import preregistration
 
 
@@ -101,6 +102,9 @@ def test_a_start_dated_after_the_fact_is_not_quoted_as_evidence(monkeypatch):
 
 
 def test_amendments_made_after_a_records_code_was_committed_are_said_to_be_so(monkeypatch):
+    def words(n):  # a count at the start of a sentence
+        return "All" if n == len(preregistration.AMENDMENTS) else in_words(n).capitalize()
+
     when = datetime(2026, 12, 5, 4, 0, tzinfo=timezone.utc)
     monkeypatch.setattr(preregistration, "registration_commit", lambda: ("a" * 40, when))
     monkeypatch.setattr(preregistration, "descends", lambda commit, sha: True)
@@ -111,8 +115,9 @@ def test_amendments_made_after_a_records_code_was_committed_are_said_to_be_so(mo
     n, existed = len(amendments), sum(a.records_existed for a in amendments)
     lead = f"{existed} of them after a `paper-10m` record existed" if existed else \
         "each before any `paper-10m` record existed"
-    assert (f"{lead}; {n - 3} of them came after the code that trained it was committed ({amendments[2].date}) and"
-            " before its end, so possibly while that run was training;") in brief  # no end recorded: all after
+    assert (f"{lead}. {words(n - 3)} of them came after the code that trained its record was committed "
+            f"({amendments[2].date}) and before that run ended, so possibly while it was training. The [scorecard]"
+            ) in brief  # no end recorded: all after
     # a record whose recorded start and end bracket some of them: those came while it certainly trained
     bracket = frame.assign(started_at=[amendments[4].date.replace(" UTC", "+00:00")],
                            finished_at=["2026-12-06T01:41:02+00:00"])
@@ -122,18 +127,19 @@ def test_amendments_made_after_a_records_code_was_committed_are_said_to_be_so(mo
     # and an amendment after the record's end is not counted as possibly made while it trained
     after_code = sum(a.when <= end for a in amendments[3:])
     assert preregistration.status(bracket)["amended_after_code"] == after_code
-    said = (f"; {after_code} of them came after the code that trained it was committed ({amendments[2].date}) and"
-            f" before its end, so possibly while that run was training, and {inside} of those fell between the start"
-            " its record gives and its end, while it was under way")
+    those = "all of those" if inside == after_code else f"{in_words(inside)} of those"
+    said = (f". {words(after_code)} of them came after the code that trained its record was committed "
+            f"({amendments[2].date}) and before that run ended, so possibly while it was training; {those} came "
+            "between the start its record gives and its end, while it was certainly under way")
     assert said + ". Each change" in preregistration.statement(bracket)
-    assert said + "; the [scorecard](../book/scorecard) lists what each changed and why." in (
+    assert said + ". The [scorecard](../book/scorecard) lists what each changed and why." in (
         preregistration.statement(bracket, brief=True))  # its start is its own: nothing to point to
     # the amendments inside a record's span are said even where its code's commit is not in this history
     monkeypatch.setattr(preregistration, "commit_time", lambda sha: None)
-    assert (f"; {inside} of them fell between the start its record gives and its end, while that run was under way;"
-            in preregistration.statement(bracket, brief=True))
+    assert (f". {words(inside)} of them came between the start its record gives and its end, while that run was "
+            "certainly under way. The [scorecard]" in preregistration.statement(bracket, brief=True))
     monkeypatch.setattr(preregistration, "commit_time", lambda sha: amendments[-1].when)  # code after them all
-    assert f"{lead}; the [scorecard]" in preregistration.statement(frame, brief=True)
+    assert f"{lead}. The [scorecard]" in preregistration.statement(frame, brief=True)
     # listed in full, each amendment says whether a paper-10m record existed when it was made
     listed = preregistration.statement(frame).split("Each change, oldest first:")[1].strip().split("\n")
     assert [line.endswith("A `paper-10m` record existed then.") for line in listed] == \
@@ -174,9 +180,11 @@ def test_descent_is_read_from_the_history_and_unknown_commits_give_none():
 def test_the_amendment_clauses_read_at_one_and_at_all(monkeypatch):
     code = datetime(2026, 12, 5, 4, 0, tzinfo=timezone.utc)
     one = {"amended_after_code": 1, "amended_while_training": 1, "records": 1, "code_from": code}
-    assert ", so possibly while that run was training, and it fell between" in preregistration._while_training(one)
-    three = {**one, "amended_after_code": 3, "amended_while_training": 3}
-    assert ", and all of those fell between" in preregistration._while_training(three)
+    assert ", so possibly while it was training; it came between" in preregistration._while_training(one)
+    assert preregistration._while_training(one).startswith(". One of them came after the code that trained its record")
+    three = {**one, "amended_after_code": 3, "amended_while_training": 3, "records": 2}
+    assert "; all of those came between the start a record gives" in preregistration._while_training(three)
+    assert "trained the first record was committed" in preregistration._while_training(three)
     late = preregistration.AMENDMENTS[-1].__class__("0" * 64, "2026-12-06 12:00 UTC", "a change", "a reason", True)
     monkeypatch.setattr(preregistration, "AMENDMENTS", (late,))
     assert "amended once since, after a `paper-10m` record existed" in preregistration.statement(pd.DataFrame(),

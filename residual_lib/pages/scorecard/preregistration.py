@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from ...core.text import in_words
+
 PROFILE = "paper-10m"
 _PACKAGE = Path(__file__).resolve().parents[2]
 #: The code and data that decide a ``paper-10m`` verdict: the rules and their texts, the
@@ -301,21 +303,30 @@ def _late_pointer(s: dict) -> str:
 
 
 def _while_training(s: dict) -> str:
-    """A clause on the amendments made after the code of a ``paper-10m`` record was committed (a run may have been
-    training), and on those between a record's start as recorded and its end (a run was under way), or none."""
+    """Sentences on the amendments made after the code of a ``paper-10m`` record was committed (a
+    run may have been training), and on those between a record's start as recorded and its end
+    (a run was under way), each opening with ". "; or nothing."""
     k, during, one = s["amended_after_code"], s.get("amended_while_training", 0), s["records"] == 1
+
+    def how_many(n: int) -> str:
+        return "All of them" if n == len(AMENDMENTS) else f"{_capital(in_words(n))} of them"
+
     text = ""
     if k:
         when = s["code_from"].astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        text = (f"; {'all' if k == len(AMENDMENTS) else k} of them came after the code that trained "
-                f"{'it' if one else 'the first record'} was committed ({when}) and before "
-                f"{'its' if one else 'the last'} end, so possibly while {'that' if one else 'a'} run was training")
+        text = (f". {how_many(k)} came after the code that trained {'its record' if one else 'the first record'} was "
+                f"committed ({when}) and before {'that run' if one else 'the last run'} ended, so possibly while "
+                f"{'it' if one else 'a run'} was training")
     if during:
-        which = ((", and it" if k == 1 else ", and all of those") if during == k else f", and {during} of those") \
-            if k else f"; {'all' if during == len(AMENDMENTS) else during} of them"
-        text += (f"{which} fell between the start {'its' if one else 'a'} record gives and its end, while "
-                 f"{'it' if k else 'that run'} was under way")
+        which = (("; it" if k == 1 else "; all of those") if during == k else f"; {in_words(during)} of those") \
+            if k else f". {how_many(during)}"
+        text += (f"{which} came between the start {'its' if one else 'a'} record gives and its end, while "
+                 f"{'it' if k else 'that run'} was certainly under way")
     return text
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def statement(records: pd.DataFrame, brief: bool = False) -> str:
@@ -360,7 +371,7 @@ def statement(records: pd.DataFrame, brief: bool = False) -> str:
         when = (when if made == 1 else f"each {when}" if existed in (0, made) else
                 f"{existed} of them after a `paper-10m` record existed")
         text += (f" The files were amended {times} since, {when}" + _while_training(s) +
-                 "; the [scorecard](../book/scorecard) lists what each changed and why" + _late_pointer(s) + ".")
+                 ". The [scorecard](../book/scorecard) lists what each changed and why" + _late_pointer(s) + ".")
     elif AMENDMENTS:
         times = {1: "once", 2: "twice"}.get(len(AMENDMENTS), f"{len(AMENDMENTS)} times")
         text += f" The files were amended {times} since{_while_training(s)}. Each change, oldest first:\n\n" + "\n".join(

@@ -651,7 +651,7 @@ def test_a_mean_over_one_seed_is_shown_without_a_spread(tmp_path):
     fake_record(tmp_path, "paper-10m", "ffn_only", 1337, 3.35)
     table = scorecard.build(tmp_path)
     said = table[(table.claim == "ffn_collapse_10m") & (table.profile == "paper-10m")].ours.iloc[0]
-    assert "± —" in said  # the rule's own text: one seed has no standard deviation
+    assert said.startswith("ffn_only 3.350, floor") and "±" not in said  # one seed: no standard deviation
     records = load_records(tmp_path)
     records.attrs.update(profile="paper-10m", results_dir=str(tmp_path))
     box = scorecard.verdict_box(["ffn_collapse_10m"], records, fragile_cells=UNMARKED).data

@@ -127,14 +127,14 @@ CHANGES: tuple[Change, ...] = (
 #: differs from its digest today has changed without either (``tests/test_history.py``).
 RULE_DIGESTS = {
     "joint_collapse": "7371e0eacba7e47a",
-    "layer0_starved": "797e558ab4e8376f",
+    "layer0_starved": "58e00a8a228299db",
     "layer0_full": "2064ef502903bd20",
-    "hidden_norm_growth": "defef2943a55c358",
+    "hidden_norm_growth": "351e0d7bf855ecce",
     "gain_confound": "881a7644b439197c",
     "asymmetry": "3fa921a5be4b68e9",
-    "ffn_collapse": "f907dd64477c4402",
+    "ffn_collapse": "d62b8e188357591e",
     "ffn_vs_no_residual": "2f08c0de0b01ce83",
-    "absolute": "85a626fb29826ddb",
+    "absolute": "8f49af0d7b42805b",
     "alpha_routing": "bb3b0291f6bcc743",
     "undefined": "95233eadb01e0498",
     "mixer_test": "0cb4e97773e7d4ee",

@@ -144,6 +144,17 @@ AMENDMENTS: tuple[Amendment, ...] = (
               "at three decimals a deterministic spread of 3×10⁻⁴, which turns the verdict, would have read 0.000; "
               "a control that closed the whole gap would have been said to leave part of it open",
               records_existed=True),
+    Amendment("5c31c53b4d2053b18f0b008581e1a4c2b92004224d2330e1d26d3505c1157ef2", "2026-12-07 06:47 UTC",
+              "the hidden-norm rule is judged only once Full, the third variant of its ordering, is recorded: at "
+              "paper-10m it had read AttnOnly > FFNOnly from the two variants recorded and reported reproduced, and "
+              "now reads not run until Full's record lands. Wording: one seed's value is given without a spread or a "
+              "range, block 0's median at one seed as that seed's, the absolute values beside the paper's, and the "
+              "paper's statements and notes with ×, ± and α_tt ≈ 1. Every other verdict and seed count at every profile is the "
+              "same before and after",
+              "the rule's text orders three variants (AttnOnly > FFNOnly > Full) and its code left Full out when Full "
+              "had no record, so a claim about three variants was judged on two; one seed read as “± —”, “seeds "
+              "2.25 to 2.25” and “starved in 1 of 1 seed”. Full and NoResidual at seed 1337 were training",
+              records_existed=True),
 )
 
 

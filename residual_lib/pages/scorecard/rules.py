@@ -71,6 +71,11 @@ def _layer0_starved(r: ProfileRecords, rows):
     tiny = (table["median"] < 1e-3).any()
     per_seed = ", ".join(f"{s}: {(scientific(m) if m else '0') if tiny else number(m)}"
                          for s, m in zip(table.seed, table["median"]))
+    if len(table) == 1:  # one seed: its median, and whether it is starved, without a count of one
+        seed, alone = int(table.seed.iloc[0]), bool(starved.iloc[0])
+        ours = (f"median {number(table['median'].iloc[0])} at seed {seed}: {'starved' if alone else 'not starved'}"
+                + (", and at the floor" if alone and tracks and variant == "ffn_only" else ""))
+        return ours, seeds(frame), share(int(starved.sum()), len(table))
     ours = (f"median {number(table['median'].median())} (per seed {per_seed}); "
             f"{count(int(starved.sum()), len(table), 'starved')}"
             + ("; starved exactly in the seeds at the floor" if tracks and variant == "ffn_only" else ""))
@@ -107,16 +112,16 @@ _DRIFT_ORDER = ("attn_only", "ffn_only", "full")
       "does not say which runs they come from (it reports them beside its nanoGPT diagnostics, in which "
       "every partial variant had collapsed)")
 def _growth(r: ProfileRecords, rows):
-    order = [v for v in _DRIFT_ORDER if v in set(r.sweep.variant)]
-    if not {"attn_only", "ffn_only"} <= set(order):
+    order = list(_DRIFT_ORDER)  # the claim orders three variants: judged only once all three are recorded
+    if not set(order) <= set(r.sweep.variant):
         return None
     frame = r.sweep[r.sweep.variant.isin(order)]
     drift = (analysis.growth_definitions(frame).query("definition == @_DRIFT")
              .pivot_table(index="seed", columns="variant", values="value")[order].dropna())
     holds = (drift[order[:-1]].to_numpy() > drift[order[1:]].to_numpy()).all(axis=1)
     paper_drift = rows[rows.quantity == "representation_drift"].set_index("variant")["value"]
-    values = "; ".join(f"{v} {drift[v].mean():.2f} (seeds {drift[v].min():.2f} to {drift[v].max():.2f}; "
-                       f"paper {paper_drift[v]:g})" for v in order)
+    spread = (lambda v: "") if len(drift) == 1 else (lambda v: f"seeds {drift[v].min():.2f} to {drift[v].max():.2f}; ")
+    values = "; ".join(f"{v} {drift[v].mean():.2f} ({spread(v)}paper {paper_drift[v]:g})" for v in order)
     ours = (f"{' > '.join(order)} in {int(holds.sum())} of {len(drift)} seed{'' if len(drift) == 1 else 's'}; "
             f"drift {values}")
     return ours, seeds(drift.reset_index()), share(int(holds.sum()), len(drift))
@@ -202,7 +207,8 @@ def _ffn_collapse(r: ProfileRecords, rows):
     at_floor = (ffn.final_val_loss - r.floor).abs() <= limits.FLOOR_TOL
     escaped = ffn[~at_floor.to_numpy()]
     rate = escapes.escape_rate(len(escaped), len(ffn), limits.ESCAPE_CONFIDENCE)
-    ours = (f"ffn_only {fmt(ffn.final_val_loss.mean())} ± {fmt(ffn.final_val_loss.std())}, floor {fmt(r.floor)}; "
+    spread = f" ± {fmt(ffn.final_val_loss.std())}" if len(ffn) > 1 else ""  # one seed has no spread
+    ours = (f"ffn_only {fmt(ffn.final_val_loss.mean())}{spread}, floor {fmt(r.floor)}; "
             f"escapes in {len(escaped)} of {len(ffn)} seed{'' if len(ffn) == 1 else 's'} ({rate['rate']:.0%}, {limits.ESCAPE_CONFIDENCE:.0%} interval "
             f"{rate['low']:.0%} to {rate['high']:.0%})"
             + (f": {', '.join(f'seed {s} ({v:.3f})' for s, v in zip(escaped.seed, escaped.final_val_loss))}"
@@ -240,10 +246,10 @@ def _absolute(r: ProfileRecords, rows):
     means = r.means()
     if "/" in str(first["variant"]):
         value = means["ffn_only"] / means["attn_only"]
-        ours = f"ffn_only/attn_only {value:.2f}×"
+        ours = f"ffn_only/attn_only {value:.2f}× (paper {first['value']:.2f}×)"
     else:
         value = means[variants[0]]
-        ours = f"{variants[0]} {fmt(value)}"
+        ours = f"{variants[0]} {fmt(value)} (paper {fmt(first['value'])})"
     if r.profile not in PAPER_SCALE:
         return ours, seeds(r.sweep), "inconclusive"
     return ours, seeds(r.sweep), verdict(agrees(value, first))

@@ -119,6 +119,12 @@ CHANGES: tuple[Change, ...] = (
            "AttnOnly's seed spread read over the central sweep's seeds, the seeds every page quotes its mean over",
            "the scorecard would have quoted AttnOnly's mean over two sets of seeds once a run diverged",
            "every cpu and cpu-dropout record; at both the same five seeds, so no verdict moved"),
+    Change("a7cdad5", "2026-12-07T06:47", ("hidden_norm_growth",),
+           "judged only once all three variants of its ordering (AttnOnly > FFNOnly > Full) are recorded; before, "
+           "a profile without Full was judged on AttnOnly > FFNOnly",
+           "the rule's text orders three variants, and a claim about three was judged on two",
+           "AttnOnly and FFNOnly at paper-10m seed 1337, whose verdict moves from reproduced to not run at this "
+           "scale; every other profile has Full, so nothing else moved"),
 )
 
 #: sha256 (16 hex digits) of each rule's check and text as of its last change: a change to what

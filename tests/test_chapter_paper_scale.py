@@ -45,9 +45,13 @@ def test_the_papers_values_come_from_the_claims_file_and_fulls_is_marked_as_infe
     assert "Full's row, once its run is recorded, takes that quotient" in chapter.comparison_note("cpu", False)
     recipe = chapter.recipe("paper-10m")
     assert recipe.startswith("`paper-10m`: 6 layers, 6 heads, width 384, context 256, batch 64, dropout 0.2, 5,000 steps")
-    assert recipe.endswith("One difference: its linear and LayerNorm layers carry biases, as GPT-2's do and as every "
-                           "profile of this book's does, where nanoGPT's default has none; the summary does not say "
-                           "which the paper's models had.")
+    assert ("One difference: its linear and LayerNorm layers carry biases, as GPT-2's do and as every profile of this "
+            "book's does, where nanoGPT's default has none; the summary does not say which the paper's models had."
+            ) in recipe
+    # how a CPU computes the same recipe is said, from the profile's fields
+    assert recipe.endswith(" On a CPU it runs each batch of 64 as four slices of 16 whose gradients are summed and "
+                           "draws its dropout masks from 32-bit integers: the same batch and dropout rate, computed in "
+                           "another order from another random stream than nanoGPT's, to save memory and time.")
 
 
 def _frame(seeds=(1337,), **finals) -> pd.DataFrame:
@@ -227,6 +231,13 @@ def test_one_run_that_does_not_overfit_is_said_as_one_and_the_cost_of_a_run_is_r
         "Each variant's final loss lies at or above its best, by 0.004 nats for AttnOnly and 0 for FFNOnly. ")
     assert chapter.overfit_text(pair.tail(1).assign(best_val_loss=3.34877)).startswith("FFNOnly's final loss is its best. ")
     assert "FFNOnly" not in chapter.overfit_text(pair.assign(best_val_loss=[1.518, float("nan")]))  # no gap: unsaid
+    # of two variants one learned (FFNOnly is at the floor): the sentence names it, not "no variant that learned"
+    assert chapter.overfit_text(pair).endswith("AttnOnly, the one variant that learned, does not overfit by more than "
+                                               "0.01 nats at this budget.")
+    both = _frame(attn_only=1.522, full=1.47).assign(best_val_loss=[1.518, 1.469])
+    assert chapter.overfit_text(both).endswith("No variant that learned overfits by more than 0.01 nats at this budget.")
+    stuck = _frame(ffn_only=3.349, no_residual=3.35).assign(best_val_loss=[3.348, 3.349])
+    assert chapter.overfit_text(stuck).endswith("Each ends at or above the floor, so none is judged for overfitting.")
     floor = _frame(ffn_only=3.40).assign(best_val_loss=3.33)  # at the floor: not judged, however far above its best
     assert chapter.overfit_text(floor).endswith("It ends at or above the floor, so it is not judged for overfitting.")
     timed = one.assign(wall_seconds=62_657.0, tokens_per_second=1_569.0)

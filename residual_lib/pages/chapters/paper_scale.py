@@ -11,15 +11,15 @@ import pandas as pd
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from ...run.architecture import CENTRAL_VARIANTS
-from ...run.profiles import BOOK_PROFILE, PAPER_SCALE, PROFILES, get_profile
+from ...run.profiles import BOOK_PROFILE, PAPER_SCALE, get_profile
 from ...run.runs import PAPER_SEEDS
 from ...storage.records import read_record
 from ...study import analysis, paper
 from .. import scorecard
 from ..names import display_name
 from ..plots import PALETTE, WIDTH
-from ...core.text import in_words
 from ..tables import listing, mean_std, missing_runs, plural, still_to_come  # noqa: F401 (the notebook's)
+from .paper_scale_setting import cost, recipe  # noqa: F401 (the notebook's)
 from .paper_scale_inside import (ALPHA_HEADERS, alpha, alpha_text, layer0, layer0_note,  # noqa: F401 (the notebook's)
                                  layer0_text, uniform_alpha)
 
@@ -32,7 +32,7 @@ OVERFIT = 0.01
 #: The scorecard's claims this chapter's records decide at the paper's setting.
 CLAIMS = ["asymmetry_10m", "ffn_collapse_10m", "ffn_vs_no_residual", "ratio_10m", "joint_collapse_10m",
           "layer0_starved_attn_only", "layer0_starved_ffn_only", "layer0_starved_no_residual", "layer0_full",
-          "alpha_routing", "original_record"]
+          "hidden_norm_growth", "alpha_routing", "eval_noise_explains", "original_record"]
 
 
 def profiles(profile: str) -> tuple[str | None, str]:
@@ -55,24 +55,6 @@ def verdict_box(records: pd.DataFrame, study: str | None, stand_in: str, every_r
     table = scorecard.build(records.attrs["results_dir"], stand_in, every_run)
     shaky = scorecard.fragile(scorecard.sensitivity(stand_in=stand_in, records=every_run, table=table, remember=True))
     return scorecard.verdict_box(CLAIMS, scoped, table, fragile_cells=shaky)
-
-
-def recipe(study: str | None) -> str:
-    """The paper's setting as ``study`` holds it, in one sentence for the chapter's opening."""
-    if study is None:
-        return "but no profile runs it beside this book's."
-    p = get_profile(study)
-    text = (f"`{study}`: {p.n_layer} layers, {p.n_head} heads, width {p.n_embd}, context {p.block_size}, batch "
-            f"{p.batch_size}, dropout {p.dropout:g}, {p.max_iters:,} steps ({p.training_tokens / 1e6:.3g}M training "
-            f"tokens), learning rate {p.learning_rate:g} decaying to {p.min_lr:g}, in {p.precision}")
-    if study == "paper-10m":
-        text += (": nanoGPT's `shakespeare_char` recipe, which this book reads as the paper's 10M setting (the "
-                 "summary names nanoGPT and its 10M scale, not the settings).")
-        every = " and as every profile of this book's does" if all(q.bias for q in PROFILES.values()) else ""
-        return text + (f" One difference: its linear and LayerNorm layers carry biases, as GPT-2's do{every}, where "
-                       "nanoGPT's default has none; the summary does not say which the paper's models had."
-                       if p.bias else "")
-    return text + ": a small stand-in for `paper-10m` with its dropout, so that this chapter's code runs in seconds."
 
 
 def paper_values() -> pd.DataFrame:
@@ -278,20 +260,6 @@ def finding(records: pd.DataFrame, absent: list, study: str | None = "paper-10m"
     return text
 
 
-def cost(records: pd.DataFrame, study: str | None = "paper-10m") -> str:
-    """What a run of the paper's setting costs here, from its records, for the introduction."""
-    if study is None or not len(records):
-        return f"`{study or 'paper-10m'}` trains on a CPU, one core a run"
-    hours, rate = records.wall_seconds.mean() / 3600, records.tokens_per_second.mean()
-    count, unit = (round(hours), "hour") if hours >= 1 else (round(hours * 60), "minute")
-    took = f"{count} {plural(unit, count)}"
-    n = len(records)
-    runs = "its one run on record ran" if n == 1 else f"its {in_words(n)} runs on record ran, on average,"
-    its = "its" if n == 1 else "their"
-    return (f"`{study}` trains on a CPU, one core a run ({runs} {took} with {its} evaluations, counting only the "
-            f"time {its} processes ran, and trained at {rate:,.0f} tokens/s)")
-
-
 def mean_curves(records: pd.DataFrame, stand_in: pd.DataFrame) -> pd.DataFrame:
     """The validation curves of the central variants of ``records`` (the paper's setting) and
     ``stand_in`` as means over seeds per profile, variant and step, with the training tokens seen
@@ -356,7 +324,15 @@ def overfit_text(records: pd.DataFrame) -> str:
     if not len(over):
         one = (f"That does not exceed the {OVERFIT:g} nats beyond which this chapter counts a run as overfitting."
                if len(learned) else "It ends at or above the floor, so it is not judged for overfitting.")
-        return text + (f"No variant that learned overfits by more than {OVERFIT:g} nats at this budget." if len(shown) > 1 else one)
+        if len(shown) == 1:
+            return text + one
+        names = [display_name(v) for v in shown if v in set(learned.variant)]
+        if not names:
+            return text + "Each ends at or above the floor, so none is judged for overfitting."
+        if len(names) == 1:
+            return text + (f"{names[0]}, the one variant that learned, does not overfit by more than {OVERFIT:g} nats "
+                           "at this budget.")
+        return text + f"No variant that learned overfits by more than {OVERFIT:g} nats at this budget."
     worst = over.idxmax()
     runs = _seed_order(records[records.variant == worst])
     runs = runs[runs.final_val_loss - runs.best_val_loss > OVERFIT] if len(runs) > 1 else runs  # the seeds that do
@@ -372,7 +348,9 @@ def overfit_text(records: pd.DataFrame) -> str:
 
 #: The captions and alt texts of the chapter's figure.
 CURVES_CAPTION = ("Validation loss on the fixed batches against training tokens (log scale), mean over seeds: the "
-                  "paper's setting solid, the stand-in dashed; dotted, the floor of the paper setting's batches.")
+                  "paper's setting solid, the stand-in dashed; dotted, the floor of the paper setting's batches. A "
+                  "log axis has no place for step 0, so each curve begins at its first evaluation after it; the solid "
+                  "lines do not continue the dashed ones, which are runs of a smaller model on fewer tokens.")
 CURVES_ALT = ("Line chart of validation loss in nats against training tokens in millions on a log axis, one colour per"
               " variant, solid lines for the paper's setting and dashed ones for the stand-in, with a dotted floor.")
 

@@ -1,0 +1,59 @@
+"""Chapter 12's setting in words: the paper's recipe as ``paper-10m`` holds it (and how a CPU
+computes its steps), and what a run of it costs here, from its records."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ...core.text import in_words
+from ...run.profiles import PROFILES, get_profile
+from ..tables import listing, plural
+
+
+def recipe(study: str | None) -> str:
+    """The paper's setting as ``study`` holds it, in one sentence for the chapter's opening."""
+    if study is None:
+        return "but no profile runs it beside this book's."
+    p = get_profile(study)
+    text = (f"`{study}`: {p.n_layer} layers, {p.n_head} heads, width {p.n_embd}, context {p.block_size}, batch "
+            f"{p.batch_size}, dropout {p.dropout:g}, {p.max_iters:,} steps ({p.training_tokens / 1e6:.3g}M training "
+            f"tokens), learning rate {p.learning_rate:g} decaying to {p.min_lr:g}, in {p.precision}")
+    if study == "paper-10m":
+        text += (": nanoGPT's `shakespeare_char` recipe, which this book reads as the paper's 10M setting (the "
+                 "summary names nanoGPT and its 10M scale, not the settings).")
+        every = " and as every profile of this book's does" if all(q.bias for q in PROFILES.values()) else ""
+        text += (f" One difference: its linear and LayerNorm layers carry biases, as GPT-2's do{every}, where "
+                 "nanoGPT's default has none; the summary does not say which the paper's models had."
+                 if p.bias else "")
+        return text + _cpu_note(p)
+    return text + ": a small stand-in for `paper-10m` with its dropout, so that this chapter's code runs in seconds."
+
+
+def _cpu_note(p) -> str:
+    """How ``p`` computes its steps on a CPU where that differs from nanoGPT's arithmetic but not
+    from its recipe: a batch run in slices whose gradients are summed, dropout masks drawn from
+    32-bit integers (:data:`residual_lib.run.profiles.CPU_DROPOUT`)."""
+    ways = []
+    if p.cpu_micro_batch and p.cpu_micro_batch < p.batch_size:
+        ways.append(f"runs each batch of {p.batch_size} as {in_words(p.batch_size // p.cpu_micro_batch)} slices of "
+                    f"{p.cpu_micro_batch} whose gradients are summed")
+    if p.cpu_dropout == "int32" and p.dropout:
+        ways.append("draws its dropout masks from 32-bit integers")
+    if not ways:
+        return ""
+    return (f" On a CPU it {listing(ways)}: the same batch and dropout rate, computed in another order from "
+            "another random stream than nanoGPT's, to save memory and time.")
+
+
+def cost(records: pd.DataFrame, study: str | None = "paper-10m") -> str:
+    """What a run of the paper's setting costs here, from its records, for the introduction."""
+    if study is None or not len(records):
+        return f"`{study or 'paper-10m'}` trains on a CPU, one core a run"
+    hours, rate = records.wall_seconds.mean() / 3600, records.tokens_per_second.mean()
+    count, unit = (round(hours), "hour") if hours >= 1 else (round(hours * 60), "minute")
+    took = f"{count} {plural(unit, count)}"
+    n = len(records)
+    runs = "its one run on record ran" if n == 1 else f"its {in_words(n)} runs on record ran, on average,"
+    its = "its" if n == 1 else "their"
+    return (f"`{study}` trains on a CPU, one core a run ({runs} {took} with {its} evaluations, counting only the "
+            f"time {its} processes ran, and trained at {rate:,.0f} tokens/s)")

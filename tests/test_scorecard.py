@@ -659,6 +659,14 @@ def test_a_mean_over_one_seed_is_shown_without_a_spread(tmp_path):
     for shown in (box, block):
         assert "FFNOnly 3.350, floor" in shown and "± —" not in shown
     assert scorecard.ours_text("ffn_only 3.340 ± 0.010, floor 3.347") == "FFNOnly 3.340 ± 0.010, floor 3.347"
+    # a box that shows a claim not yet run says what the mark means; one without such a claim does not
+    assert "<em>Not run at this scale</em> marks a claim whose runs" not in box
+    waiting = scorecard.verdict_box(["ffn_collapse_10m", "layer0_full"], records, fragile_cells=UNMARKED).data
+    assert "<em>Not run at this scale</em> marks a claim whose runs at this profile are not all recorded yet." in waiting
+    marked = scorecard.verdict_box(["ffn_collapse_10m"], records, fragile_cells={("ffn_collapse_10m", "paper-10m")}).data
+    assert "<em>Fragile</em> marks a verdict" in marked and "<em>Fragile</em> marks" not in box
+    # the paper's value and its spread stay on one line
+    assert "1.580\u00a0±\u00a00.003" in block and "1.580 ± 0.003" not in block
 
 
 def test_the_headline_states_the_asymmetry_over_the_sweeps_seeds_and_every_ffn_only_escape(tmp_path):

@@ -228,7 +228,7 @@ def claims_html(table: pd.DataFrame) -> str:
             f"<tbody>{per_profile}</tbody></table></div>"
             + (f"<p><em>Rule:</em> {html.escape(prose_names(rule))}</p>" if rule else "")
             + f'<p class="claim-evidence"><a href="{evidence_link(claim)}">{_evidence_label(claim)}</a></p></details>')
-    return f'<div class="claim-blocks" id="scorecard-claims">{"".join(blocks)}</div>'
+    return _unbroken(f'<div class="claim-blocks" id="scorecard-claims">{"".join(blocks)}</div>')
 
 
 def _section(section) -> str:
@@ -274,6 +274,11 @@ def _wider(row, records: pd.DataFrame) -> str:
     return f" The verdict reads {judged} seeds; this page shows {shown}."
 
 
+def _unbroken(text: str) -> str:
+    """``text`` with a value and its spread kept on one line ("2.591 ± 0.544" never breaks at the ±)."""
+    return text.replace(" ± ", "\u00a0±\u00a0")
+
+
 def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | None = None,
                 fragile_cells: set | None = None):
     """The box that opens a chapter (an IPython ``HTML`` object): the verdict of each of
@@ -300,6 +305,13 @@ def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | 
             items.append(f'<li>{badge(row.verdict)}{shaky}{where} <a href="../book/scorecard.html#{claim_anchor(claim)}">'
                          f"{html.escape(TITLES.get(claim, claim))}</a>.{ours}{_wider(row, records)}</li>")
     shown = ""
+    marks = [text for present, text in (
+        ((rows.verdict == "not run at this scale").any(),
+         "<em>Not run at this scale</em> marks a claim whose runs at this profile are not all recorded yet."),
+        (any((c, p) in fragile_cells for c, p in zip(rows.claim, rows.profile)),
+         "<em>Fragile</em> marks a verdict that changes at a plausible value of one of its thresholds.")) if present]
+    if marks:
+        shown += f'<p class="verdict-box-scope">{" ".join(marks)}</p>'
     left_out = records.attrs.get("diverged") or []
     if left_out:
         runs = f"{len(left_out)} run{'s' if len(left_out) > 1 else ''}"
@@ -319,8 +331,8 @@ def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | 
                   f'on the <a href="../book/scorecard.html">scorecard</a>.</p>')
     title = " and ".join(f"<code>{html.escape(p)}</code>" for p in profiles if (rows.profile == p).any()) or \
         f"<code>{html.escape(profile)}</code>"
-    return HTML(f'<div class="verdict-box"><p class="verdict-box-title">Verdicts at {title}'
-                f'</p><ul>{"".join(items)}</ul>{shown}</div>')
+    return HTML(_unbroken(f'<div class="verdict-box"><p class="verdict-box-title">Verdicts at {title}'
+                          f'</p><ul>{"".join(items)}</ul>{shown}</div>'))
 
 
 def section_view(number: int | str) -> HTML:
@@ -343,7 +355,7 @@ def section_view(number: int | str) -> HTML:
     for claim, part in rows.groupby("claim", sort=False):
         notes = " ".join(dict.fromkeys(n for n in part["about the value"] if isinstance(n, str) and n))
         items.append(f"<li><strong>{html.escape(TITLES.get(claim, claim))}</strong>: "
-                     f"{html.escape(part.statement.iloc[0])}"
+                     f"{_unbroken(html.escape(part.statement.iloc[0]))}"
                      + (f" <em>{html.escape(notes)}</em>" if notes else "") + "</li>")
     statements = "".join(items)
     return HTML(f'<details class="paper-values"><summary>The paper\'s values for section {number} '

@@ -24,6 +24,7 @@ results_dir = None
 train_missing = False
 
 # %% tags=["hide-input"]
+import pandas as pd
 from IPython.display import HTML, Markdown, display
 
 from residual_lib import load_records
@@ -131,9 +132,15 @@ show_table(scorecard.threshold_table(sensitivity, records, stand_in=profile))
 
 # %% [markdown]
 # ## Verdict counts
+#
+# How many claims took each verdict at each profile: every column of the scorecard,
+# including any the grid leaves out while it has no records.
 
 # %% tags=["hide-input"]
-show_table(counts.rename("rows"), index="verdict")
+per_profile = pd.crosstab(table.verdict, table.profile).reindex(
+    index=counts.index, columns=list(dict.fromkeys(table.profile))
+)
+show_table(per_profile.rename_axis(columns=None), index="verdict")
 
 # %% [markdown]
 # ## Verdicts
@@ -148,7 +155,9 @@ show_table(counts.rename("rows"), index="verdict")
 #   reproduction of a result.
 # - **not testable here**: the records exist but cannot test the claim (a platform effect, or a
 #   quantity the paper does not define).
-# - **inconclusive**: an absolute number of the paper's model, against a smaller stand-in.
+# - **inconclusive**: an absolute number of the paper's model, against a smaller stand-in; or,
+#   at the paper's own setting, a comparison whose rule needs an interval between seeds, while
+#   each variant has only one.
 # - **not run at this scale**: no records at this profile yet.
 
 # %% [markdown]

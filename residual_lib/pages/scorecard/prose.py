@@ -28,13 +28,19 @@ _COUNTED = {
                      "are absolute numbers of the paper's model, which a smaller stand-in cannot check"),
 }
 
+#: At the paper's own setting "inconclusive" means a rule that needs an interval between seeds
+#: met one seed per variant (the absolute numbers are judged there, not left open).
+_AT_PAPER_SCALE = {"inconclusive": ("needs more than one seed per variant for its interval",
+                                    "need more than one seed per variant for their intervals")}
+
 
 def count_sentence(table: pd.DataFrame, profile: str) -> str:
     """The verdicts at ``profile`` in a sentence: how many claims it checks and what became of them."""
     checked = table[(table.profile == profile) & (table.verdict != "not run at this scale")]
     claims = table.claim.nunique()
     counts = checked.drop_duplicates("claim").verdict.value_counts()
-    parts = [f"{in_words(int(counts[v]))} {_COUNTED[v][int(counts[v]) > 1]}" for v in VERDICTS if v in counts]
+    named = {**_COUNTED, **(_AT_PAPER_SCALE if profile in PAPER_SCALE else {})}
+    parts = [f"{in_words(int(counts[v]))} {named[v][int(counts[v]) > 1]}" for v in VERDICTS if v in counts]
     if not parts:
         return f"None of the {claims} claims has records at `{profile}` yet."
     listed = parts[0] if len(parts) == 1 else "; ".join(parts[:-1]) + "; and " + parts[-1]

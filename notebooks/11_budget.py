@@ -81,7 +81,8 @@ else:
 decision = budget.decide(times) if len(times) else {"runs": 0}
 text = chapter.decision_text(decision, planned)
 glue("budget_decision", Prose(text))
-glue("budget_summary", Prose(chapter.summary_text(decision, planned)))  # for the intro
+summary = chapter.summary_text(decision, planned)  # for the intro, with where escapes ended
+glue("budget_summary", Prose(f"{summary} {chapter.escaped_text(times, records)}".strip()))
 Markdown(text)
 
 # %%

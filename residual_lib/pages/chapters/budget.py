@@ -9,7 +9,7 @@ from datetime import timezone
 import numpy as np
 import pandas as pd
 
-from ...core.text import listing
+from ...core.text import in_words, listing
 from ...run.profiles import get_profile
 from ...study import budget, escapes
 from ..scorecard import preregistration
@@ -47,7 +47,7 @@ def scope(profile: str, runs: list) -> dict[str, str]:
             f"that a run's first steps do not depend on how long it lasts (profile `{study.name}`), with the "
             f"fixed batches evaluated every {study.eval_interval:,} steps: {len(seeds)} {plural('seed', len(seeds))}, "
             f"and AttnOnly and NoResidual at {at} as anchors.")
-    intro = (f"Whether FFNOnly cannot learn or only learns late takes longer runs to tell: the stand-in's see "
+    intro = (f"Whether FFNOnly cannot learn or only learns late takes longer runs to tell: the stand-in's runs see "
              f"{token_count(base)} training tokens, the paper's {token_count(paper_tokens)} (read as nanoGPT's schedule, "
              f"which the summary does not give). The budget study trains FFNOnly at the stand-in's shape"
              f"{'' if study.dropout else ', without dropout,'} for {study.max_iters:,} steps "
@@ -300,6 +300,27 @@ def summary_text(decision: dict, planned: int) -> str:
         return text + f" The rule reads {PLAIN['structural']} so far; a late escape among the other seeds would undo it."
     said = {"open": "is still open", "lost": "can no longer be reached", "never": "cannot be reached at this profile"}
     return text + " The reading " + " and the reading ".join(f"{PLAIN[r]} {said[standing[r]]}" for r in NEEDS) + "."
+
+
+def escaped_text(times: pd.DataFrame, records: pd.DataFrame) -> str:
+    """Where the FFNOnly seeds that left the floor ended, against the bigram line and the AttnOnly
+    anchors, in one sentence for the introduction (which gives the rule's reading beside it); or
+    nothing where none left it."""
+    gone = times[times.escaped]
+    if not len(gone):
+        return ""
+    one, finals = len(gone) == 1, gone.final_val_loss
+    ends = f"ends at {finals.iloc[0]:.3f}" if one else f"end at {finals.min():.3f} to {finals.max():.3f}"
+    who = "The one seed that left it" if one else f"The {in_words(len(gone))} that left it"
+    below, bigram = int(gone.below_bigram.sum()), gone.eval_bigram.iloc[0]
+    where = ("below" if below == len(gone) else "above" if not below else f"{in_words(below)} of them below")
+    text = f"{who} {ends} nats, {where} a bigram model's {bigram:.3f}"
+    attn = records.loc[records.variant == "attn_only", "final_val_loss"]
+    if len(attn):
+        anchor = f"{attn.iloc[0]:.3f}" if len(attn) == 1 else f"{attn.min():.3f} to {attn.max():.3f}"
+        side = "above" if finals.min() > attn.max() else "below" if finals.max() < attn.min() else "beside"
+        text += f" and {side} AttnOnly's {anchor} at the same budget"
+    return text + "."
 
 
 #: The captions and alt texts of the chapter's figures.

@@ -45,9 +45,12 @@ gain_runs, early_runs, central = analysis.confound_runs(
 #
 # **Confound.** Multiplying every sublayer's output by a constant `g` looked like a rescue
 # of AttnOnly. But AdamW's updates are invariant to the scale of the gradient, and the
-# weights just before the gain can absorb any constant factor, so a constant gain changes
-# the early trajectory and little else. **Correction.** Compare the curves of several gains
-# with the same seed and data order, and judge by where they end, not where they start.
+# weights just before the gain can absorb any constant factor, so, the paper argues, a
+# constant gain changes the early trajectory and little else. **Correction.** Compare the
+# curves of several gains with the same seed and data order, and judge by where they end,
+# not where they start. (For FFNOnly, whose escapes from the floor turn on differences as
+# small as a few roundings, a changed trajectory can decide whether a run escapes at all;
+# [chapter 10](../notebooks/10_ffn_escape) weighs its gain runs.)
 
 # %% [markdown]
 # The curves of every gain, and how soon they come together, are drawn in chapter 5: the

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -497,6 +498,14 @@ def test_a_verdict_that_flips_at_a_plausible_threshold_is_fragile(tmp_path):
     assert html.count('class="verdict-fragile"') == len(scorecard.fragile(sens))
     with pytest.raises(ValueError, match="unknown threshold"):
         scorecard.thresholds(FLOOR_TOLERANCE=0.1)
+    # the threshold table's dates never split at a hyphen in a narrow column
+    from residual_lib.study.frames import load_records
+
+    shown = scorecard.threshold_table(sens, load_records(tmp_path), stand_in="cpu")
+    floor = shown.set_index("threshold").loc["FLOOR_TOL"]
+    assert floor["value set"].startswith("2026\u201112\u201102 11:41 UTC, commit 8008129: before all ")
+    assert re.match(r"\d{4}\u2011\d\d\u2011\d\d \d\d:\d\d UTC, commit [0-9a-f]{7} \(",
+                    floor["logic of the rules that use it last changed"])
 
 
 def test_the_pages_share_one_sensitivity_run_and_a_changed_record_gets_its_own(tmp_path, monkeypatch):

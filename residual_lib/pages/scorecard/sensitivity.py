@@ -109,7 +109,7 @@ def threshold_table(sensitivity_table: pd.DataFrame, records: pd.DataFrame, stan
             effects.append(f"{alt:g}: {said or 'no verdict changes'}")
         set_on = pd.Timestamp(first.set_on)
         before = int((made < set_on).sum())
-        when = f"{set_on:%Y-%m-%d %H:%M} UTC, commit {first.commit}"
+        when = f"{_day(set_on)} {set_on:%H:%M} UTC, commit {first.commit}"
         if len(made):
             after = int((made >= set_on).sum())
             when += (f": before all {len(made)} stand-in records it judges" if not before else
@@ -133,7 +133,13 @@ def _logic_changes(threshold: str) -> str:
     if not changes:
         return f"unchanged since the first rules ({', '.join(users)})"
     last = changes[-1]
-    return f"{last.date.replace('T', ' ')} UTC, commit {last.commit} ({', '.join(sorted(set(users)))})"
+    day, time = last.date.split("T")
+    return f"{_day(pd.Timestamp(day))} {time} UTC, commit {last.commit} ({', '.join(sorted(set(users)))})"
+
+
+def _day(when: pd.Timestamp) -> str:
+    """A date whose hyphens do not break (U+2011), so that a narrow column never splits it."""
+    return f"{when:%Y-%m-%d}".replace("-", "\u2011")
 
 
 def fragile(sensitivity_table: pd.DataFrame) -> set[tuple[str, str]]:

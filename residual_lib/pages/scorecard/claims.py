@@ -30,7 +30,7 @@ CLAIMS: dict[str, Claim] = {
     "layer0_starved_ffn_only": Claim("Block-0 gradient starvation: FFNOnly", "layer0_starved"),
     "layer0_starved_no_residual": Claim("Block-0 gradient starvation: NoResidual", "layer0_starved"),
     "layer0_full": Claim("Full keeps a block-0 gradient", "layer0_full"),
-    "hidden_norm_growth": Claim("Hidden-norm growth / drift: AttnOnly > FFNOnly", "hidden_norm_growth"),
+    "hidden_norm_growth": Claim("Hidden-norm growth / drift: AttnOnly > FFNOnly > Full", "hidden_norm_growth"),
     "gain_confound": Claim("Runtime gain is a confound", "gain_confound"),
     "asymmetry_10m": Claim("The asymmetry: AttnOnly recovers, FFNOnly does not", "asymmetry"),
     "ffn_collapse_10m": Claim("FFNOnly collapses in every seed", "ffn_collapse"),

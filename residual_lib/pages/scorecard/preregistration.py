@@ -155,6 +155,17 @@ AMENDMENTS: tuple[Amendment, ...] = (
               "had no record, so a claim about three variants was judged on two; one seed read as “± —”, “seeds "
               "2.25 to 2.25” and “starved in 1 of 1 seed”. Full and NoResidual at seed 1337 were training",
               records_existed=True),
+    Amendment("8319e80e73857eb21e42ac5c6e2134cd7d3209ecedeb5dc2476d79b9b881b6d7", "2026-12-07 06:58 UTC",
+              "notes on the paper's values and one title only: how the 124M AttnOnly values are matched to their "
+              "seeds (seed 42's by the summary's remark that it ended close to the floor, seed 1337's by the ratio "
+              "the summary gives at that seed), both now marked inferred; that the summary calls the originally "
+              "recorded asymmetry decreasing with scale while its numbers put the larger one at 124M; how the mixer "
+              "is read, since the summary does not say how it mixes positions; the hidden-norm claim titled with its "
+              "three variants (AttnOnly > FFNOnly > Full). No value, rule, threshold or selection changed",
+              "seed 42's value was shown as stated though it is inferred; a contradiction of the summary and an "
+              "interpretation the mixer's verdict rests on were left unsaid; the title named two of the rule's three "
+              "variants",
+              records_existed=True),
 )
 
 

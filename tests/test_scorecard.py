@@ -721,6 +721,11 @@ def test_the_papers_values_mark_the_seeds_the_summary_does_not_state():
     shown = scorecard.section_view(6).data
     assert f"{inferred.seeds.iloc[0]} (inferred)" in shown
     assert shown.count("(inferred)") == len(inferred)
+    # the paper's values keep the precision the summary gives them: losses to three decimals, a
+    # step count or a ratio without decimals it never stated
+    five = scorecard.section_view(5).data
+    assert "<td>200</td>" in five and "200.000" not in five and "<td>14</td>" in five and "14.000" not in five
+    assert "1.580 ± 0.003" in scorecard.section_view(6).data.replace("\u00a0", " ")
 
 
 def test_escape_rate_text_gives_the_rate_per_setting_fishers_test_and_the_other_lines():

@@ -335,6 +335,14 @@ def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | 
                           f'</p><ul>{"".join(items)}</ul>{shown}</div>'))
 
 
+def _paper_number(value: float, quantity: str) -> str:
+    """One of the paper's values as a table shows it: losses and loss gaps to three decimals, as
+    every loss in the book; other quantities (ratios, steps, percentages, α_tt) as the summary
+    gives them, without decimals it does not state ("200" steps, not "200.000")."""
+    loss = "loss" in quantity or quantity in ("gap", "nanogpt_minus_controlled")
+    return fmt(value) if loss else f"{value:g}"
+
+
 def section_view(number: int | str) -> HTML:
     """The paper's values for one section as the book shows them, in one expandable block
     (the chapter's results come first): a compact table (claim, scale, variant, quantity,
@@ -347,8 +355,8 @@ def section_view(number: int | str) -> HTML:
         quantity=rows.quantity.map(paper.quantity_label),
         seeds=[f"{s} (inferred)" if isinstance(i, str) and "seeds" in i else s
                for s, i in zip(rows.seeds, rows.inferred)],
-        value=[fmt(v) + ("" if pd.isna(s) else f" ± {fmt(s)}") for v, s in zip(rows["paper's value"],
-                                                                             rows["paper's std"])])
+        value=[_paper_number(v, q) + ("" if pd.isna(s) else f" ± {_paper_number(s, q)}")
+               for v, s, q in zip(rows["paper's value"], rows["paper's std"], rows.quantity)])
     values = table(shown[["claim", "scale", "variant", "quantity", "value", "seeds"]],
                    headers={"value": "the paper's value"}, caption=f"The paper's values, section {number}")
     items = []

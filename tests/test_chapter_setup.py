@@ -131,6 +131,8 @@ def test_the_collapse_table_puts_the_paper_10m_floors_beside_the_papers_collapse
     floors = pd.DataFrame({"whole val split": [3.347, 3.347], setup.FIXED: [3.335, 3.3469]},
                           index=pd.Index(["cpu", "paper-10m"], name="profile"))
     table = setup.collapse_vs_floor(claims, floors)
-    assert table.claim.tolist() == ["c1", "c2"]  # 10M collapse values only
+    assert table.claim.tolist() == ["c1", "c2"]  # 10M collapse values only (an unknown claim keeps its name)
+    named = setup.collapse_vs_floor(claims.assign(claim=["ffn_collapse_10m", "c2", "c3", "c4"]), floors)
+    assert named.claim.tolist() == ["FFNOnly collapses in every seed", "c2"]  # a known claim by its title
     assert table["floor, whole val split"].tolist() == [3.347, 3.347]
     assert table["floor, paper-10m fixed batches"].tolist() == [3.3469, 3.3469]

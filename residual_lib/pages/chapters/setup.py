@@ -12,6 +12,7 @@ from ...run.architecture import DISPLAY_NAMES
 from ...run.data import Corpus, DataError, eval_floor, gpt2_encoding, load_corpus
 from ...run.model import GPTConfig, ResidualGPT
 from ...run.profiles import PROFILES, Profile
+from ..scorecard.claims import TITLES
 
 #: The corpora the chapter measures: the paper's character corpus and, for comparison, GPT-2's
 #: BPE tokenisation of the same text.
@@ -115,9 +116,9 @@ def models(vocab: Mapping[str, int], profiles: Mapping[str, Profile] = PROFILES)
 
 def collapse_vs_floor(claims: pd.DataFrame, floors: pd.DataFrame) -> pd.DataFrame:
     """The paper's collapse values at 10M (ffn_only, no_residual) beside the character corpus's floors: a
-    collapsed model has learned the character frequencies and nothing else."""
+    collapsed model has learned the character frequencies and nothing else. Each claim by its title."""
     collapse = claims[(claims.scale == "10M") & claims.variant.isin(["ffn_only", "no_residual"])
                       & (claims.quantity == "final_val_loss")]
-    return collapse[["claim", "variant", "value"]].assign(**{
+    return collapse[["claim", "variant", "value"]].assign(claim=collapse.claim.map(lambda c: TITLES.get(c, c)), **{
         "floor, whole val split": floors.loc["paper-10m", "whole val split"],
         "floor, paper-10m fixed batches": floors.loc["paper-10m", FIXED]})

@@ -111,10 +111,19 @@ def drift_finding(agreement: pd.DataFrame, growth: pd.DataFrame, records: pd.Dat
     if len(grown):
         said = [f"{display_name(r.variant)}'s `{r.definition}` ({r.ours:.3f} against {r.paper:g}"
                 + (f"; seeds {span[0]:.2f} to {span[1]:.2f}" if (span := _seed_range(values, r.variant, r.definition))
-                   else "") + ")" + (", by its mean only" if loose(r.variant, r.definition, r.paper) else "")
-                for r in grown.itertuples()]
-        text += (f"Under the growth definitions, {listing(said)} {'agrees' if len(said) == 1 else 'agree'} with the "
-                 f"paper's hidden-norm growth within {tol:.0%}. ")
+                   else "") + ")" for r in grown.itertuples()]
+        wide = [f"{display_name(r.variant)}'s `{r.definition}`" for r in grown.itertuples()
+                if loose(r.variant, r.definition, r.paper)]
+        one = len(said) == 1
+        text += f"Under the growth definitions, {listing(said)} {'agrees' if one else 'agree'} with the paper's " \
+                f"hidden-norm growth within {tol:.0%}"
+        if wide and len(wide) == len(said):
+            text += f" in {'its mean' if one else 'their means'} only: {'its' if one else 'their'} seeds spread beyond it. "
+        elif wide:
+            text += (f"; {listing(wide)} only in {'its mean' if len(wide) == 1 else 'their means'}, "
+                     f"{'its' if len(wide) == 1 else 'their'} seeds spreading beyond it. ")
+        else:
+            text += ". "
     if ORDERING in growth:
         text += _ordering(growth[ORDERING])
     floor = records["eval_floor"].iloc[0]

@@ -14,7 +14,8 @@
 # Every claim whose verdict is `not reproduced`, `partly reproduced`, `not testable here` or
 # `inconclusive`, with the paper's statement, what these runs measured, and the rule that
 # decided. The rows
-# come from the same computation as the [scorecard](scorecard); nothing on this page is typed.
+# come from the same computation as the [scorecard](scorecard), and no number on this page
+# is written by hand.
 
 # %% tags=["parameters", "remove-cell"]
 profile = "smoke"

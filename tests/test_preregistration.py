@@ -83,14 +83,14 @@ def test_a_start_dated_after_the_fact_is_not_quoted_as_evidence(monkeypatch):
     assert (s["late_dated"], s["first_start"].hour, s["holds"]) == (1, 9, True)
     text = preregistration.statement(frame)
     assert "the first of those that give a true start began 2026-12-05 09:00 UTC, and each was trained" in text
-    assert ("1 of them gives no true start: resumed from checkpoints in several processes, it was dated by code "
+    assert ("One of them does not give its run's true start: resumed from checkpoints in several processes, it was dated by code "
             "that counted only the time its processes ran, so the start it records (2026-12-05 08:00 UTC) is later than the true one.") in text
     one = frame.head(1)
     text = preregistration.statement(one)
     assert "started 2026-12-05 08:00" not in text and ("precedes the one `paper-10m` record, which was trained by code that already "
-                                    "held that commit. Its record gives no true start") in text
+                                    "held that commit. Its record does not give the run's true start") in text
     brief = preregistration.statement(one, brief=True)  # a chapter's opening points to the scorecard for it
-    assert "no true start" not in brief and brief.endswith(
+    assert "true start" not in brief and brief.endswith(
         "lists what each changed and why, and why the start its record gives is later than the true one.")
     assert preregistration.statement(frame, brief=True).endswith(
         "and why the start one of the records gives is later than the true one.")

@@ -302,9 +302,15 @@ def _late_dated(s: dict) -> str:
     k, n = s["late_dated"], s["records"]
     if not k:
         return ""
-    who = "Its record gives" if n == 1 else (f"{k} of them give{'s' if k == 1 else ''}" if k < n else "They give")
+    if n == 1:
+        who = "Its record does not give the run's true start"
+    elif k < n:
+        who = (f"{_capital(in_words(k))} of them {'does' if k == 1 else 'do'} not give "
+               f"{'its run' if k == 1 else 'their runs'}'s true start".replace("runs's", "runs'"))
+    else:
+        who = f"{'Neither' if n == 2 else 'None of them'} gives its run's true start"
     recorded = s["late_start"].strftime("%Y-%m-%d %H:%M UTC")
-    return (f" {who} no true start: resumed from checkpoints in several processes, "
+    return (f" {who}: resumed from checkpoints in several processes, "
             f"{'it was' if k == 1 else 'they were'} dated by code that counted only the time "
             f"{'its' if k == 1 else 'their'} processes ran, so "
             + (f"the start it records ({recorded}) is later than the true one." if k == 1 else

@@ -113,7 +113,7 @@ def test_amendments_made_after_a_records_code_was_committed_are_said_to_be_so(mo
     monkeypatch.setattr(preregistration, "commit_time", lambda sha: amendments[2].when)  # code after the third
     brief = preregistration.statement(frame, brief=True)
     n, existed = len(amendments), sum(a.records_existed for a in amendments)
-    lead = f"{existed} of them after a `paper-10m` record existed" if existed else \
+    lead = f"{in_words(existed)} of them after a `paper-10m` record existed" if existed else \
         "each before any `paper-10m` record existed"
     assert (f"{lead}. {words(n - 3)} of them came after the code that trained its record was committed "
             f"({amendments[2].date}) and before that run ended, so possibly while it was training. The [scorecard]"

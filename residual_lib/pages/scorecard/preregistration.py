@@ -397,7 +397,7 @@ def statement(records: pd.DataFrame, brief: bool = False) -> str:
         existed, made = sum(a.records_existed for a in AMENDMENTS), len(AMENDMENTS)
         when = ("before any `paper-10m` record existed" if not existed else "after a `paper-10m` record existed")
         when = (when if made == 1 else f"each {when}" if existed in (0, made) else
-                f"{existed} of them after a `paper-10m` record existed")
+                f"{in_words(existed)} of them after a `paper-10m` record existed")
         text += (f" The files were amended {times} since, {when}" + _while_training(s) +
                  ". The [scorecard](../book/scorecard) lists what each changed and why" + _late_pointer(s) + ".")
     elif AMENDMENTS:

@@ -130,7 +130,7 @@ def test_amendments_made_after_a_records_code_was_committed_are_said_to_be_so(mo
     those = "all of those" if inside == after_code else f"{in_words(inside)} of those"
     said = (f". {words(after_code)} of them came after the code that trained its record was committed "
             f"({amendments[2].date}) and before that run ended, so possibly while it was training; {those} came "
-            "between the start its record gives and its end, while it was certainly under way")
+            "between the start its record gives and its end, while the run was certainly under way")
     assert said + ". Each change" in preregistration.statement(bracket)
     assert said + ". The [scorecard](../book/scorecard) lists what each changed and why." in (
         preregistration.statement(bracket, brief=True))  # its start is its own: nothing to point to
@@ -181,11 +181,22 @@ def test_the_amendment_clauses_read_at_one_and_at_all(monkeypatch):
     code = datetime(2026, 12, 5, 4, 0, tzinfo=timezone.utc)
     one = {"amended_after_code": 1, "amended_while_training": 1, "records": 1, "code_from": code}
     assert ", so possibly while it was training; it came between" in preregistration._while_training(one)
+    assert "its end, while the run was certainly under way" in preregistration._while_training(one)
+    start = datetime(2026, 12, 5, 8, 16)
+    assert preregistration._late_dated({"late_dated": 2, "records": 3, "late_start": start}).startswith(
+        " Two of them do not give their runs' true starts: resumed from checkpoints in several processes, they were")
+    assert preregistration._late_dated({"late_dated": 2, "records": 2, "late_start": start}).startswith(
+        " Neither gives its run's true start:")
     assert preregistration._while_training(one).startswith(". One of them came after the code that trained its record")
     three = {**one, "amended_after_code": 3, "amended_while_training": 3, "records": 2}
     assert "; all of those came between the start a record gives" in preregistration._while_training(three)
     assert "trained the first record was committed" in preregistration._while_training(three)
     late = preregistration.AMENDMENTS[-1].__class__("0" * 64, "2026-12-06 12:00 UTC", "a change", "a reason", True)
+    monkeypatch.setattr(preregistration, "AMENDMENTS", (late,))  # one amendment: "It", not "All of them"
+    assert preregistration._while_training(one).startswith(". It came after the code that trained its record")
+    monkeypatch.setattr(preregistration, "AMENDMENTS", (late, late))
+    two = {**one, "amended_after_code": 2, "amended_while_training": 0, "records": 2}
+    assert preregistration._while_training(two).startswith(". Both came after the code that trained the first record")
     monkeypatch.setattr(preregistration, "AMENDMENTS", (late,))
     assert "amended once since, after a `paper-10m` record existed" in preregistration.statement(pd.DataFrame(),
                                                                                                 brief=True)

@@ -306,7 +306,7 @@ def _late_dated(s: dict) -> str:
         who = "Its record does not give the run's true start"
     elif k < n:
         who = (f"{_capital(in_words(k))} of them {'does' if k == 1 else 'do'} not give "
-               f"{'its run' if k == 1 else 'their runs'}'s true start".replace("runs's", "runs'"))
+               + ("its run's true start" if k == 1 else "their runs' true starts"))
     else:
         who = f"{'Neither' if n == 2 else 'None of them'} gives its run's true start"
     recorded = s["late_start"].strftime("%Y-%m-%d %H:%M UTC")
@@ -336,8 +336,10 @@ def _while_training(s: dict) -> str:
     (a run was under way), each opening with ". "; or nothing."""
     k, during, one = s["amended_after_code"], s.get("amended_while_training", 0), s["records"] == 1
 
-    def how_many(n: int) -> str:
-        return "All of them" if n == len(AMENDMENTS) else f"{_capital(in_words(n))} of them"
+    def how_many(n: int) -> str:  # a count of amendments at the start of a sentence
+        if n == len(AMENDMENTS):
+            return {1: "It", 2: "Both"}.get(n, "All of them")
+        return f"{_capital(in_words(n))} of them"
 
     text = ""
     if k:
@@ -349,7 +351,7 @@ def _while_training(s: dict) -> str:
         which = (("; it" if k == 1 else "; all of those") if during == k else f"; {in_words(during)} of those") \
             if k else f". {how_many(during)}"
         text += (f"{which} came between the start {'its' if one else 'a'} record gives and its end, while "
-                 f"{'it' if k else 'that run'} was certainly under way")
+                 f"{'the' if k else 'that'} run was certainly under way")
     return text
 
 

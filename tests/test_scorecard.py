@@ -721,10 +721,11 @@ def test_the_papers_values_mark_the_seeds_the_summary_does_not_state():
     shown = scorecard.section_view(6).data
     assert f"{inferred.seeds.iloc[0]} (inferred)" in shown
     assert shown.count("(inferred)") == len(inferred)
-    # the paper's values keep the precision the summary gives them: losses to three decimals, a
-    # step count or a ratio without decimals it never stated
+    # the paper's values keep the precision the summary gives them: "14.0" and "1.54", "200" steps,
+    # as the claims file writes them, not three decimals for every quantity
     five = scorecard.section_view(5).data
-    assert "<td>200</td>" in five and "200.000" not in five and "<td>14</td>" in five and "14.000" not in five
+    assert "<td>200</td>" in five and "200.000" not in five and "<td>14.0</td>" in five and "14.000" not in five
+    assert "<td>1.54</td>" in five and "<td>1.600</td>" in five
     assert "1.580 ± 0.003" in scorecard.section_view(6).data.replace("\u00a0", " ")
 
 

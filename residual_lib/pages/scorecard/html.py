@@ -4,6 +4,7 @@ chapter, and the paper's values for a section."""
 from __future__ import annotations
 
 import html
+from importlib import resources
 import re
 from pathlib import Path
 
@@ -17,7 +18,6 @@ from ...core.paths import results_folder
 from ...core.text import in_words
 from ...study.frames import load_records
 from ..tables import listing, table
-from ..tables import number as fmt
 from .claims import CLAIMS, TITLES
 from .rule import PAPER_SCALE, stand_ins
 from .sensitivity import fragile, sensitivity
@@ -335,12 +335,13 @@ def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | 
                           f'</p><ul>{"".join(items)}</ul>{shown}</div>'))
 
 
-def _paper_number(value: float, quantity: str) -> str:
-    """One of the paper's values as a table shows it: losses and loss gaps to three decimals, as
-    every loss in the book; other quantities (ratios, steps, percentages, α_tt) as the summary
-    gives them, without decimals it does not state ("200" steps, not "200.000")."""
-    loss = "loss" in quantity or quantity in ("gap", "nanogpt_minus_controlled")
-    return fmt(value) if loss else f"{value:g}"
+def _as_stated(number: int | str) -> pd.DataFrame:
+    """The paper's values for one section as the claims file writes them (``value``, ``std``: text,
+    "" where none), in :func:`residual_lib.study.paper.section`'s order: the summary's own precision,
+    "3.35" or "14.0", which the numbers as floats would lose."""
+    with resources.files("residual_lib.study").joinpath("paper_claims.csv").open() as f:
+        text = pd.read_csv(f, dtype=str, keep_default_na=False)
+    return text[text.section == str(number)].reset_index(drop=True)[["value", "std"]]
 
 
 def section_view(number: int | str) -> HTML:
@@ -355,8 +356,7 @@ def section_view(number: int | str) -> HTML:
         quantity=rows.quantity.map(paper.quantity_label),
         seeds=[f"{s} (inferred)" if isinstance(i, str) and "seeds" in i else s
                for s, i in zip(rows.seeds, rows.inferred)],
-        value=[_paper_number(v, q) + ("" if pd.isna(s) else f" ± {_paper_number(s, q)}")
-               for v, s, q in zip(rows["paper's value"], rows["paper's std"], rows.quantity)])
+        value=[v + (f" ± {s}" if s else "") for v, s in _as_stated(number).itertuples(index=False)])
     values = table(shown[["claim", "scale", "variant", "quantity", "value", "seeds"]],
                    headers={"value": "the paper's value"}, caption=f"The paper's values, section {number}")
     items = []

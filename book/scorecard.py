@@ -155,9 +155,10 @@ show_table(per_profile.rename_axis(columns=None), index="verdict")
 #   reproduction of a result.
 # - **not testable here**: the records exist but cannot test the claim (a platform effect, or a
 #   quantity the paper does not define).
-# - **inconclusive**: an absolute number of the paper's model, against a smaller stand-in; or,
-#   at the paper's own setting, a comparison whose rule needs an interval between seeds, while
-#   each variant has only one.
+# - **inconclusive**: the records do not decide the claim: an absolute number of the paper's
+#   model, against a smaller stand-in; a comparison whose rule needs an interval between seeds,
+#   while each variant has only one; a value that falls between a rule's two lines; or a
+#   test whose control is not yet recorded.
 # - **not run at this scale**: no records at this profile yet.
 
 # %% [markdown]

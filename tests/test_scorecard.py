@@ -674,9 +674,9 @@ def test_a_mean_over_one_seed_is_shown_without_a_spread(tmp_path):
     assert "<em>Not run at this scale</em> marks a claim whose runs at this profile are not all recorded yet." in waiting
     marked = scorecard.verdict_box(["ffn_collapse_10m"], records, fragile_cells={("ffn_collapse_10m", "paper-10m")}).data
     assert "<em>Fragile</em> marks a verdict" in marked and "<em>Fragile</em> marks" not in box
-    # at the paper's setting an inconclusive verdict is one seed per variant, not a stand-in's scale
+    # at the paper's setting an inconclusive verdict is not a stand-in's scale
     counted = scorecard.count_sentence(table, "paper-10m")
-    assert "one needs more than one seed per variant for its interval" in counted and "stand-in" not in counted
+    assert "one is not decided by these records" in counted and "stand-in" not in counted
     # the paper's value and its spread stay on one line
     assert "1.580\u00a0±\u00a00.003" in block and "1.580 ± 0.003" not in block
 

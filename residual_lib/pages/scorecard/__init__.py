@@ -15,8 +15,9 @@ Verdicts (:data:`VERDICTS`):
 * ``not testable here`` -- the records exist but the claim cannot be tested with them (a
   platform effect), or no record could test it (a quantity the paper does not define: so
   at every profile, records or not);
-* ``inconclusive`` -- an absolute number of the paper's model, against a smaller stand-in; or a
-  comparison whose rule needs an interval between seeds, with one seed per variant;
+* ``inconclusive`` -- the records do not decide: an absolute number of the paper's model, against
+  a smaller stand-in; a comparison whose rule needs an interval between seeds, with one seed per
+  variant; or a value between a rule's two lines;
 * ``not run at this scale`` -- no records at a profile of the claim's scale.
 
 Scales: a 10M claim is checked at ``paper-10m`` (the paper's setting) and at ``cpu``

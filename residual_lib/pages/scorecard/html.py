@@ -80,8 +80,9 @@ def legend() -> str:
     """The grid's symbols in one sentence, the same on every page that shows a grid."""
     return ("✓ reproduced, or agrees with the paper's confirmed result; ◐ partly reproduced; ✗ not reproduced; "
             "★ new evidence for or against a proposal the paper left open; ∅ not testable with these records; "
-            "? inconclusive at this scale; · not run at this scale (the runs the claim needs are not all recorded); "
-            "— not a claim at that profile.")
+            "? inconclusive, the records do not decide (an absolute number at a stand-in's scale, one seed where the "
+            "rule needs an interval, a value between the rule's lines, a control not yet run); · not run at this "
+            "scale (the runs the claim needs are not all recorded); — not a claim at that profile.")
 
 
 def how_trained(records: pd.DataFrame) -> str:

@@ -28,10 +28,9 @@ _COUNTED = {
                      "are absolute numbers of the paper's model, which a smaller stand-in cannot check"),
 }
 
-#: At the paper's own setting "inconclusive" means a rule that needs an interval between seeds
-#: met one seed per variant (the absolute numbers are judged there, not left open).
-_AT_PAPER_SCALE = {"inconclusive": ("needs more than one seed per variant for its interval",
-                                    "need more than one seed per variant for their intervals")}
+#: At the paper's own setting the absolute numbers are judged, so "inconclusive" there is a rule
+#: the records do not decide (one seed where it needs an interval, a value between its lines).
+_AT_PAPER_SCALE = {"inconclusive": ("is not decided by these records", "are not decided by these records")}
 
 
 def count_sentence(table: pd.DataFrame, profile: str) -> str:

@@ -334,11 +334,17 @@ def test_the_anchor_table_gives_each_variants_median_beside_its_mean():
 def test_the_introduction_says_where_the_seeds_that_left_the_floor_ended():
     anchors = pd.DataFrame({"variant": ["attn_only", "attn_only", "no_residual"], "final_val_loss": [1.53, 1.56, 3.33]})
     times = _times([4000, None, 8750], finals=[1.995, 3.33, 2.075])
-    assert chapter.escaped_text(times, anchors) == ("The two that left it end at 1.995 to 2.075 nats, below a bigram "
+    assert chapter.escaped_text(times, anchors) == ("The two seeds that left the floor end at 1.995 to 2.075 nats, below a bigram "
                                                     "model's 2.470 and above AttnOnly's 1.530 to 1.560 at the same budget.")
     one = chapter.escaped_text(_times([4000, None], finals=[2.6, 3.33]), anchors.head(1))
-    assert one == ("The one seed that left it ends at 2.600 nats, above a bigram model's 2.470 and above AttnOnly's "
+    assert one == ("The one seed that left the floor ends at 2.600 nats, above a bigram model's 2.470 and above AttnOnly's "
                    "1.530 at the same budget.")
     mixed = chapter.escaped_text(_times([4000, 5000], finals=[2.0, 2.6]), anchors.tail(1))
-    assert mixed == "The two that left it end at 2.000 to 2.600 nats, one of them below a bigram model's 2.470."
+    assert mixed == ("The two seeds that left the floor end at 2.000 to 2.600 nats, one of them below a bigram "
+                     "model's 2.470.")
+    # AttnOnly's anchors beside or above the escaped seeds' ends
+    beside = chapter.escaped_text(times, anchors.assign(final_val_loss=[1.9, 2.1, 3.33]))
+    assert beside.endswith("and beside AttnOnly's 1.900 to 2.100 at the same budget.")
+    below = chapter.escaped_text(times, anchors.assign(final_val_loss=[2.2, 2.3, 3.33]))
+    assert below.endswith("and below AttnOnly's 2.200 to 2.300 at the same budget.")
     assert chapter.escaped_text(_times([None, None]), anchors) == ""

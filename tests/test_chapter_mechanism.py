@@ -265,3 +265,22 @@ def test_paper_mixer_text_at_and_away_from_the_bigram_level():
                          f" {setting.batch_size}). It sits at about the bigram level")
     away = mechanism.paper_mixer_text(2.3, 2.480, setting)
     assert "0.180 nats below the bigram reference" in away and away.endswith("It is not at the bigram level.")
+
+
+def test_the_growth_sentence_says_whose_agreement_is_the_means_only():
+    drifts = agreement(full=(1.486, 1.4, True))
+    drifts.loc[len(drifts)] = {"variant": "ffn_only", "definition": "|h_L| / |h_1|, end", "ours": 5.45, "paper": 5.37,
+                               "agrees": True}
+    spread = [("attn_only", [11.0, 17.2]), ("ffn_only", [1.8, 11.4])]  # both beyond 10% of the paper's figures
+    values = pd.DataFrame([{"variant": v, "seed": s, "definition": "|h_L| / |h_1|, end", "value": x}
+                           for v, xs in spread for s, x in enumerate(xs)])
+    both = mechanism.drift_finding(drifts, ordering(False), finals(attn_only=[1.8]), values)
+    assert ("FFNOnly's `|h_L| / |h_1|, end` (5.450 against 5.37; seeds 1.80 to 11.40) agree with the paper's "
+            "hidden-norm growth within 10% in their means only: their seeds spread beyond it. ") in both
+    tight = values.assign(value=values.value.where(values.variant == "attn_only", 5.4))  # FFNOnly's seeds agree
+    one = mechanism.drift_finding(drifts, ordering(False), finals(attn_only=[1.8]), tight)
+    assert ("agree with the paper's hidden-norm growth within 10%; AttnOnly's `|h_L| / |h_1|, end` only in its mean, "
+            "its seeds spreading beyond it. ") in one
+    close = values.assign(value=values.variant.map({"attn_only": 14.1, "ffn_only": 5.4}))  # every seed within 10%
+    none = mechanism.drift_finding(drifts, ordering(False), finals(attn_only=[1.8]), close)
+    assert "within 10%. " in none and "mean only" not in none and "means only" not in none

@@ -311,7 +311,7 @@ def escaped_text(times: pd.DataFrame, records: pd.DataFrame) -> str:
         return ""
     one, finals = len(gone) == 1, gone.final_val_loss
     ends = f"ends at {finals.iloc[0]:.3f}" if one else f"end at {finals.min():.3f} to {finals.max():.3f}"
-    who = "The one seed that left it" if one else f"The {in_words(len(gone))} that left it"
+    who = "The one seed that left the floor" if one else f"The {in_words(len(gone))} seeds that left the floor"
     below, bigram = int(gone.below_bigram.sum()), gone.eval_bigram.iloc[0]
     where = ("below" if below == len(gone) else "above" if not below else f"{in_words(below)} of them below")
     text = f"{who} {ends} nats, {where} a bigram model's {bigram:.3f}"

@@ -38,6 +38,9 @@ def test_the_loss_table_gives_ratios_to_full_and_the_distance_below_the_floor():
     assert table.loc["ffn_only", "ratio to full"] == pytest.approx(3.35 / 1.5)
     assert table.loc["full", "below the floor"] == pytest.approx(FLOOR - 1.5)
     assert table.loc["ffn_only", "below the floor"] == pytest.approx(0.0)
+    assert {"std", "min", "max"} <= set(table.columns)  # two seeds: their spread is shown
+    one = joint_collapse.loss_table(runs[runs.seed == 1])  # one seed: no spread columns to repeat the mean
+    assert not {"std", "min", "max"} & set(one.columns) and one.loc["full", "mean"] == pytest.approx(1.4)
 
 
 def test_random_runs_are_those_under_random_evaluation():

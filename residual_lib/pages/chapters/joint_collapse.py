@@ -33,8 +33,11 @@ def quoted(stand_in: str = BOOK_PROFILE) -> dict[str, str]:
 
 def loss_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Final validation loss per variant, its ratio to full's (the paper's "N x degradation") and how far below
-    the floor of the runs' evaluation it ends, in nats."""
+    the floor of the runs' evaluation it ends, in nats. With one seed per variant the spread columns
+    (std, min, max) are left out: they would repeat the mean or read "—"."""
     summary = analysis.variant_summary(runs)
+    if runs.groupby("variant").seed.nunique().max() == 1:
+        summary = summary.drop(columns=[c for c in ("std", "min", "max") if c in summary.columns])
     summary["ratio to full"] = analysis.degradation_ratios(runs)
     summary["below the floor"] = runs["eval_floor"].iloc[0] - summary["mean"]
     return summary

@@ -99,7 +99,11 @@ table(setup.models(setup.vocab_sizes(char)))
 table(
     setup.collapse_vs_floor(paper.claims(), floors),
     headers={"value": "paper's value (nats)"},
-    decimals={"value": 3, "floor, whole val split": 4, "floor, paper-10m fixed batches": 4},
+    decimals={
+        "value": 3,
+        "floor, whole val split": 4,
+        "floor, paper-10m fixed batches": 4,
+    },
 )
 
 # %% [markdown]

@@ -81,8 +81,8 @@ else:
 decision = budget.decide(times) if len(times) else {"runs": 0}
 text = chapter.decision_text(decision, planned)
 glue("budget_decision", Prose(text))
-summary = chapter.summary_text(decision, planned)  # for the intro, with where escapes ended
-glue("budget_summary", Prose(f"{summary} {chapter.escaped_text(times, records)}".strip()))
+intro = chapter.intro_summary(decision, planned, times, records)
+glue("budget_summary", Prose(intro))  # the rule's reading and where escapes ended
 Markdown(text)
 
 # %%

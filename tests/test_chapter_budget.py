@@ -348,3 +348,9 @@ def test_the_introduction_says_where_the_seeds_that_left_the_floor_ended():
     below = chapter.escaped_text(times, anchors.assign(final_val_loss=[2.2, 2.3, 3.33]))
     assert below.endswith("and below AttnOnly's 2.200 to 2.300 at the same budget.")
     assert chapter.escaped_text(_times([None, None]), anchors) == ""
+    # the introduction's paragraph: the rule's reading, then where the seeds that left the floor ended
+    decision = budget.decide(times)
+    assert chapter.intro_summary(decision, 3, times, anchors) == (
+        chapter.summary_text(decision, 3) + " " + chapter.escaped_text(times, anchors))
+    stayed = _times([None, None])
+    assert chapter.intro_summary(budget.decide(stayed), 2, stayed, anchors) == chapter.summary_text(budget.decide(stayed), 2)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from residual_lib.core.text import in_words
 from residual_lib.pages import scorecard
 from residual_lib.pages.chapters import ladder
 from residual_lib.pages.chapters import paper_scale as chapter
@@ -271,10 +272,10 @@ def test_the_ladder_sets_its_top_rung_beside_the_papers_setting(smoke_results):
 def test_the_chapters_registration_sentence_counts_the_amendments_instead_of_listing_them(monkeypatch):
     text = preregistration.statement(pd.DataFrame(), brief=True)
     n, existed = len(preregistration.AMENDMENTS), sum(a.records_existed for a in preregistration.AMENDMENTS)
-    assert f"amended {n} times since, {existed} of them after a `paper-10m` record existed" in text
+    assert f"amended {n} times since, {in_words(existed)} of them after a `paper-10m` record existed" in text
     assert preregistration.AMENDMENTS[0].change not in text
     assert preregistration.AMENDMENTS[0].change in preregistration.statement(pd.DataFrame())
     late = preregistration.AMENDMENTS[-1].__class__("0" * 64, "2026-12-06", "a change", "a reason", True)
     monkeypatch.setattr(preregistration, "AMENDMENTS", (*preregistration.AMENDMENTS, late))
-    assert f"amended {n + 1} times since, {existed + 1} of them after a `paper-10m` record existed" in (
+    assert f"amended {n + 1} times since, {in_words(existed + 1)} of them after a `paper-10m` record existed" in (
         preregistration.statement(pd.DataFrame(), brief=True))

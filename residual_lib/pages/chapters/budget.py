@@ -302,6 +302,12 @@ def summary_text(decision: dict, planned: int) -> str:
     return text + " The reading " + " and the reading ".join(f"{PLAIN[r]} {said[standing[r]]}" for r in NEEDS) + "."
 
 
+def intro_summary(decision: dict, planned: int, times: pd.DataFrame, records: pd.DataFrame) -> str:
+    """The introduction's paragraph end: the rule's reading (:func:`summary_text`), then where the
+    seeds that left the floor ended (:func:`escaped_text`)."""
+    return f"{summary_text(decision, planned)} {escaped_text(times, records)}".strip()
+
+
 def escaped_text(times: pd.DataFrame, records: pd.DataFrame) -> str:
     """Where the FFNOnly seeds that left the floor ended, against the bigram line and the AttnOnly
     anchors, in one sentence for the introduction (which gives the rule's reading beside it); or

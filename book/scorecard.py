@@ -137,8 +137,10 @@ show_table(scorecard.threshold_table(sensitivity, records, stand_in=profile))
 # including any the grid leaves out while it has no records.
 
 # %% tags=["hide-input"]
+# the grid's order: the stand-in, its twins, then the paper's settings
+order = sorted(set(table.profile), key=lambda p: (p != profile, p.startswith("paper"), p))
 per_profile = pd.crosstab(table.verdict, table.profile).reindex(
-    index=counts.index, columns=list(dict.fromkeys(table.profile))
+    index=counts.index, columns=order
 )
 show_table(per_profile.rename_axis(columns=None), index="verdict")
 

@@ -161,7 +161,8 @@ show_table(per_profile.rename_axis(columns=None), index="verdict")
 #   model, against a smaller stand-in; a comparison whose rule needs an interval between seeds,
 #   while each variant has only one; a value that falls between a rule's two lines; or a
 #   test whose control is not yet recorded.
-# - **not run at this scale**: no records at this profile yet.
+# - **not run at this scale**: the runs the claim needs at this profile are not all recorded
+#   yet.
 
 # %% [markdown]
 # ## Rules

@@ -50,9 +50,15 @@ def test_the_papers_values_come_from_the_claims_file_and_fulls_is_marked_as_infe
             "book's does, where nanoGPT's default has none; the summary does not say which the paper's models had."
             ) in recipe
     # how a CPU computes the same recipe is said, from the profile's fields
-    assert recipe.endswith(" On a CPU it runs each batch of 64 as four slices of 16 whose gradients are summed and "
+    assert recipe.endswith(" On a CPU it runs each batch of 64 as four slices of 16 whose gradients are averaged and "
                            "draws its dropout masks from 32-bit integers: the same batch and dropout rate, computed in "
-                           "another order from another random stream than nanoGPT's, to save memory and time.")
+                           "another order and from another random stream than nanoGPT's.")
+    from dataclasses import replace  # one of the two: only its own clause
+    from residual_lib.pages.chapters.paper_scale_setting import _cpu_note
+    from residual_lib.run.profiles import get_profile
+    whole = replace(get_profile("paper-10m"), cpu_micro_batch=None)
+    assert _cpu_note(whole) == (" On a CPU it draws its dropout masks from 32-bit integers: the same dropout rate, "
+                                "computed from another random stream than nanoGPT's.")
 
 
 def _frame(seeds=(1337,), **finals) -> pd.DataFrame:

@@ -103,7 +103,8 @@ def test_a_start_dated_after_the_fact_is_not_quoted_as_evidence(monkeypatch):
 
 def test_amendments_made_after_a_records_code_was_committed_are_said_to_be_so(monkeypatch):
     def words(n):  # a count at the start of a sentence
-        return "All" if n == len(preregistration.AMENDMENTS) else in_words(n).capitalize()
+        return f"All {in_words(n)} amendments" if n == len(preregistration.AMENDMENTS) else \
+            f"{in_words(n).capitalize()} of the amendments"
 
     when = datetime(2026, 12, 5, 4, 0, tzinfo=timezone.utc)
     monkeypatch.setattr(preregistration, "registration_commit", lambda: ("a" * 40, when))
@@ -115,7 +116,7 @@ def test_amendments_made_after_a_records_code_was_committed_are_said_to_be_so(mo
     n, existed = len(amendments), sum(a.records_existed for a in amendments)
     lead = f"{in_words(existed)} of them after a `paper-10m` record existed" if existed else \
         "each before any `paper-10m` record existed"
-    assert (f"{lead}. {words(n - 3)} of them came after the code that trained its record was committed "
+    assert (f"{lead}. {words(n - 3)} came after the code that trained the record was committed "
             f"({amendments[2].date}) and before that run ended, so possibly while it was training. The [scorecard]"
             ) in brief  # no end recorded: all after
     # a record whose recorded start and end bracket some of them: those came while it certainly trained
@@ -128,15 +129,15 @@ def test_amendments_made_after_a_records_code_was_committed_are_said_to_be_so(mo
     after_code = sum(a.when <= end for a in amendments[3:])
     assert preregistration.status(bracket)["amended_after_code"] == after_code
     those = "all of those" if inside == after_code else f"{in_words(inside)} of those"
-    said = (f". {words(after_code)} of them came after the code that trained its record was committed "
+    said = (f". {words(after_code)} came after the code that trained the record was committed "
             f"({amendments[2].date}) and before that run ended, so possibly while it was training; {those} came "
-            "between the start its record gives and its end, while the run was certainly under way")
+            "between the start the record gives and its end, while the run was certainly under way")
     assert said + ". Each change" in preregistration.statement(bracket)
     assert said + ". The [scorecard](../book/scorecard) lists what each changed and why." in (
         preregistration.statement(bracket, brief=True))  # its start is its own: nothing to point to
     # the amendments inside a record's span are said even where its code's commit is not in this history
     monkeypatch.setattr(preregistration, "commit_time", lambda sha: None)
-    assert (f". {words(inside)} of them came between the start its record gives and its end, while that run was "
+    assert (f". {words(inside)} came between the start the record gives and its end, while the run was "
             "certainly under way. The [scorecard]" in preregistration.statement(bracket, brief=True))
     monkeypatch.setattr(preregistration, "commit_time", lambda sha: amendments[-1].when)  # code after them all
     assert f"{lead}. The [scorecard]" in preregistration.statement(frame, brief=True)
@@ -187,16 +188,16 @@ def test_the_amendment_clauses_read_at_one_and_at_all(monkeypatch):
         " Two of them do not give their runs' true starts: resumed from checkpoints in several processes, they were")
     assert preregistration._late_dated({"late_dated": 2, "records": 2, "late_start": start}).startswith(
         " Neither gives its run's true start:")
-    assert preregistration._while_training(one).startswith(". One of them came after the code that trained its record")
+    assert preregistration._while_training(one).startswith(". One of the amendments came after the code that trained the record")
     three = {**one, "amended_after_code": 3, "amended_while_training": 3, "records": 2}
     assert "; all of those came between the start a record gives" in preregistration._while_training(three)
     assert "trained the first record was committed" in preregistration._while_training(three)
     late = preregistration.AMENDMENTS[-1].__class__("0" * 64, "2026-12-06 12:00 UTC", "a change", "a reason", True)
-    monkeypatch.setattr(preregistration, "AMENDMENTS", (late,))  # one amendment: "It", not "All of them"
-    assert preregistration._while_training(one).startswith(". It came after the code that trained its record")
+    monkeypatch.setattr(preregistration, "AMENDMENTS", (late,))  # one amendment: "The amendment", not "All"
+    assert preregistration._while_training(one).startswith(". The amendment came after the code that trained the record")
     monkeypatch.setattr(preregistration, "AMENDMENTS", (late, late))
     two = {**one, "amended_after_code": 2, "amended_while_training": 0, "records": 2}
-    assert preregistration._while_training(two).startswith(". Both came after the code that trained the first record")
+    assert preregistration._while_training(two).startswith(". Both amendments came after the code that trained the first")
     monkeypatch.setattr(preregistration, "AMENDMENTS", (late,))
     assert "amended once since, after a `paper-10m` record existed" in preregistration.statement(pd.DataFrame(),
                                                                                                 brief=True)

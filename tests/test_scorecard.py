@@ -674,9 +674,19 @@ def test_a_mean_over_one_seed_is_shown_without_a_spread(tmp_path):
     assert "<em>Not run at this scale</em> marks a claim whose runs at this profile are not all recorded yet." in waiting
     marked = scorecard.verdict_box(["ffn_collapse_10m"], records, fragile_cells={("ffn_collapse_10m", "paper-10m")}).data
     assert "<em>Fragile</em> marks a verdict" in marked and "<em>Fragile</em> marks" not in box
+    undecided = scorecard.verdict_box(["asymmetry_10m"], records, fragile_cells=UNMARKED).data  # one seed each
+    assert "<em>Inconclusive</em> marks a claim these records do not decide" in undecided
+    assert "<em>Inconclusive</em>" not in box
     # at the paper's setting an inconclusive verdict is not a stand-in's scale
     counted = scorecard.count_sentence(table, "paper-10m")
     assert "one is not decided by these records" in counted and "stand-in" not in counted
+    assert "(the other twelve wait for runs not yet recorded)" in counted
+    # at a stand-in an inconclusive verdict is an absolute number only where an absolute rule gave it
+    rows = [("original_record", "inconclusive"), ("mixer_test", "inconclusive"), ("asymmetry_10m", "reproduced")]
+    fake = pd.DataFrame([{"claim": c, "profile": "cpu", "verdict": v} for c, v in rows])
+    assert scorecard.count_sentence(fake, "cpu").endswith(
+        ": one is reproduced; one is an absolute number of the paper's model, which a smaller stand-in cannot check; "
+        "and one is not decided by these records.")
     # the paper's value and its spread stay on one line
     assert "1.580\u00a0±\u00a00.003" in block and "1.580 ± 0.003" not in block
 

@@ -31,18 +31,22 @@ def recipe(study: str | None) -> str:
 
 def _cpu_note(p) -> str:
     """How ``p`` computes its steps on a CPU where that differs from nanoGPT's arithmetic but not
-    from its recipe: a batch run in slices whose gradients are summed, dropout masks drawn from
+    from its recipe: a batch run in slices whose gradients are averaged, dropout masks drawn from
     32-bit integers (:data:`residual_lib.run.profiles.CPU_DROPOUT`)."""
-    ways = []
+    ways, same, how = [], [], []
     if p.cpu_micro_batch and p.cpu_micro_batch < p.batch_size:
         ways.append(f"runs each batch of {p.batch_size} as {in_words(p.batch_size // p.cpu_micro_batch)} slices of "
-                    f"{p.cpu_micro_batch} whose gradients are summed")
+                    f"{p.cpu_micro_batch} whose gradients are averaged")
+        same.append("batch")
+        how.append("in another order")
     if p.cpu_dropout == "int32" and p.dropout:
         ways.append("draws its dropout masks from 32-bit integers")
+        same.append("dropout rate")
+        how.append("from another random stream")
     if not ways:
         return ""
-    return (f" On a CPU it {listing(ways)}: the same batch and dropout rate, computed in another order from "
-            "another random stream than nanoGPT's, to save memory and time.")
+    return (f" On a CPU it {listing(ways)}: the same {' and '.join(same)}, computed {' and '.join(how)} than "
+            "nanoGPT's.")
 
 
 def cost(records: pd.DataFrame, study: str | None = "paper-10m") -> str:

@@ -18,7 +18,7 @@ Verdicts (:data:`VERDICTS`):
 * ``inconclusive`` -- the records do not decide: an absolute number of the paper's model, against
   a smaller stand-in; a comparison whose rule needs an interval between seeds, with one seed per
   variant; or a value between a rule's two lines;
-* ``not run at this scale`` -- no records at a profile of the claim's scale.
+* ``not run at this scale`` -- the runs the claim needs at the profile are not all recorded.
 
 Scales: a 10M claim is checked at ``paper-10m`` (the paper's setting) and at ``cpu``
 (a ~0.8M-parameter stand-in); a claim the central sweep decides also at ``cpu-dropout``,

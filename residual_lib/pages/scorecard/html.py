@@ -309,6 +309,8 @@ def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | 
     marks = [text for present, text in (
         ((rows.verdict == "not run at this scale").any(),
          "<em>Not run at this scale</em> marks a claim whose runs at this profile are not all recorded yet."),
+        ((rows.verdict == "inconclusive").any(),
+         "<em>Inconclusive</em> marks a claim these records do not decide; the scorecard's rule for it says why."),
         (any((c, p) in fragile_cells for c, p in zip(rows.claim, rows.profile)),
          "<em>Fragile</em> marks a verdict that changes at a plausible value of one of its thresholds.")) if present]
     if marks:

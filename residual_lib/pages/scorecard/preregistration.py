@@ -218,20 +218,20 @@ def _while_training(s: dict) -> str:
 
     def how_many(n: int) -> str:  # a count of amendments at the start of a sentence
         if n == len(AMENDMENTS):
-            return {1: "It", 2: "Both"}.get(n, "All of them")
-        return f"{_capital(in_words(n))} of them"
+            return {1: "The amendment", 2: "Both amendments"}.get(n, f"All {in_words(n)} amendments")
+        return f"{_capital(in_words(n))} of the amendments"
 
     text = ""
     if k:
         when = s["code_from"].astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        text = (f". {how_many(k)} came after the code that trained {'its record' if one else 'the first record'} was "
+        text = (f". {how_many(k)} came after the code that trained {'the record' if one else 'the first record'} was "
                 f"committed ({when}) and before {'that run' if one else 'the last run'} ended, so possibly while "
                 f"{'it' if one else 'a run'} was training")
     if during:
         which = (("; it" if k == 1 else "; all of those") if during == k else f"; {in_words(during)} of those") \
             if k else f". {how_many(during)}"
-        text += (f"{which} came between the start {'its' if one else 'a'} record gives and its end, while "
-                 f"{'the' if k else 'that'} run was certainly under way")
+        text += (f"{which} came between the start {'the' if one else 'a'} record gives and its end, while "
+                 "the run was certainly under way")
     return text
 
 

@@ -10,6 +10,7 @@ from ...study.frames import profile_input_blind_line, usable
 from ...study.sections import central_sweep, controlled
 from ...core.text import in_words, plural
 from . import limits
+from .claims import CLAIMS
 from .rule import PAPER_SCALE, VERDICTS, stand_ins
 
 #: How the count sentence names each verdict (singular, plural).
@@ -31,6 +32,7 @@ _COUNTED = {
 #: At the paper's own setting the absolute numbers are judged, so "inconclusive" there is a rule
 #: the records do not decide (one seed where it needs an interval, a value between its lines).
 _AT_PAPER_SCALE = {"inconclusive": ("is not decided by these records", "are not decided by these records")}
+_COUNTED["undecided"] = _AT_PAPER_SCALE["inconclusive"]  # at a stand-in: inconclusive, not an absolute number
 
 
 def count_sentence(table: pd.DataFrame, profile: str) -> str:
@@ -39,14 +41,26 @@ def count_sentence(table: pd.DataFrame, profile: str) -> str:
     claims = table.claim.nunique()
     counts = checked.drop_duplicates("claim").verdict.value_counts()
     named = {**_COUNTED, **(_AT_PAPER_SCALE if profile in PAPER_SCALE else {})}
-    parts = [f"{in_words(int(counts[v]))} {named[v][int(counts[v]) > 1]}" for v in VERDICTS if v in counts]
+    if profile not in PAPER_SCALE and "inconclusive" in counts:  # an absolute number, or a rule the records leave open
+        left = checked.drop_duplicates("claim")
+        left = left[left.verdict == "inconclusive"]
+        absolute = int(sum(CLAIMS[c].rule == "absolute" for c in left.claim))
+        counts = counts.drop("inconclusive")
+        if absolute:
+            counts["inconclusive"] = absolute
+        if len(left) > absolute:
+            counts["undecided"] = len(left) - absolute
+    parts = [f"{in_words(int(counts[v]))} {named[v][int(counts[v]) > 1]}" for v in (*VERDICTS, "undecided")
+             if v in counts]
     if not parts:
         return f"None of the {claims} claims has records at `{profile}` yet."
     listed = parts[0] if len(parts) == 1 else "; ".join(parts[:-1]) + "; and " + parts[-1]
     n = checked.claim.nunique()
     return (f"Of the paper's {claims} claims, {in_words(n)} {'has' if n == 1 else 'have'} a verdict at `{profile}`"
-            + (f" (the other {in_words(claims - n)} {'is about a model' if claims - n == 1 else 'are about models'} "
-               "this profile does not train)" if claims > n else "")
+            + ((f" (the other {in_words(claims - n)} {'waits' if claims - n == 1 else 'wait'} for runs not yet "
+                "recorded)" if profile in PAPER_SCALE else
+                f" (the other {in_words(claims - n)} {'is about a model' if claims - n == 1 else 'are about models'} "
+                "this profile does not train)") if claims > n else "")
             + f": {listed}.")
 
 

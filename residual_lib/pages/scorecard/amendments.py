@@ -126,4 +126,9 @@ AMENDMENTS: tuple[Amendment, ...] = (
               "interpretation the mixer's verdict rests on were left unsaid; the title named two of the rule's three "
               "variants",
               records_existed=True),
+    Amendment("c8164f354f4d6786e05f5588d3e911beaf82aceefeb107c52c60078e9e361075", "2026-12-07 07:30 UTC",
+              "the mixer's note: its running mean gives weight 1/t to each position up to and including the current "
+              "one, not to each earlier one. No value, rule, threshold or selection changed",
+              "the note misdescribed the model it explains (residual_lib.run.model.CausalMeanMixer)",
+              records_existed=True),
 )

@@ -138,7 +138,9 @@ show_table(scorecard.threshold_table(sensitivity, records, stand_in=profile))
 
 # %% tags=["hide-input"]
 # the grid's order: the stand-in, its twins, then the paper's settings
-order = sorted(set(table.profile), key=lambda p: (p != profile, p.startswith("paper"), p))
+order = sorted(
+    set(table.profile), key=lambda p: (p != profile, p.startswith("paper"), p)
+)
 per_profile = pd.crosstab(table.verdict, table.profile).reindex(
     index=counts.index, columns=order
 )

@@ -27,30 +27,22 @@ _COUNTED = {
     "not testable here": ("cannot be tested with these records", "cannot be tested with these records"),
     "inconclusive": ("is an absolute number of the paper's model, which a smaller stand-in cannot check",
                      "are absolute numbers of the paper's model, which a smaller stand-in cannot check"),
+    # an inconclusive verdict that is not an absolute number at a stand-in (at the paper's own setting,
+    # or from another rule: one seed where an interval is needed, a value between two lines)
+    "undecided": ("is not decided by these records", "are not decided by these records"),
 }
 
-#: At the paper's own setting the absolute numbers are judged, so "inconclusive" there is a rule
-#: the records do not decide (one seed where it needs an interval, a value between its lines).
-_AT_PAPER_SCALE = {"inconclusive": ("is not decided by these records", "are not decided by these records")}
-_COUNTED["undecided"] = _AT_PAPER_SCALE["inconclusive"]  # at a stand-in: inconclusive, not an absolute number
 
 
 def count_sentence(table: pd.DataFrame, profile: str) -> str:
     """The verdicts at ``profile`` in a sentence: how many claims it checks and what became of them."""
     checked = table[(table.profile == profile) & (table.verdict != "not run at this scale")]
     claims = table.claim.nunique()
-    counts = checked.drop_duplicates("claim").verdict.value_counts()
-    named = {**_COUNTED, **(_AT_PAPER_SCALE if profile in PAPER_SCALE else {})}
-    if profile not in PAPER_SCALE and "inconclusive" in counts:  # an absolute number, or a rule the records leave open
-        left = checked.drop_duplicates("claim")
-        left = left[left.verdict == "inconclusive"]
-        absolute = int(sum(CLAIMS[c].rule == "absolute" for c in left.claim))
-        counts = counts.drop("inconclusive")
-        if absolute:
-            counts["inconclusive"] = absolute
-        if len(left) > absolute:
-            counts["undecided"] = len(left) - absolute
-    parts = [f"{in_words(int(counts[v]))} {named[v][int(counts[v]) > 1]}" for v in (*VERDICTS, "undecided")
+    rows = checked.drop_duplicates("claim")
+    kinds = ["undecided" if v == "inconclusive" and (profile in PAPER_SCALE or CLAIMS[c].rule != "absolute") else v
+             for c, v in zip(rows.claim, rows.verdict)]
+    counts = pd.Series(kinds, dtype=object).value_counts()
+    parts = [f"{in_words(int(counts[v]))} {_COUNTED[v][int(counts[v]) > 1]}" for v in (*VERDICTS, "undecided")
              if v in counts]
     if not parts:
         return f"None of the {claims} claims has records at `{profile}` yet."

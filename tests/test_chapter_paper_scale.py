@@ -243,6 +243,16 @@ def test_one_run_that_does_not_overfit_is_said_as_one_and_the_cost_of_a_run_is_r
                                                "0.01 nats at this budget.")
     both = _frame(attn_only=1.522, full=1.47).assign(best_val_loss=[1.518, 1.469])
     assert chapter.overfit_text(both).endswith("No variant that learned overfits by more than 0.01 nats at this budget.")
+    # Full overfits past AttnOnly: its final loss is the higher, its best the lower, and the page says which sets the order
+    crossed = _frame(attn_only=1.522, full=1.609).assign(best_val_loss=[1.518, 1.478], best_step=[4500, 1500])
+    assert chapter.overfit_text(crossed).endswith(
+        "Full overfits: its validation loss is lowest at step 1,500 and rises after it. So AttnOnly ends below Full, "
+        "1.522 against 1.609, although at their best Full is the lower by 0.040 nats: the order of their final losses "
+        "comes from Full overfitting more, not from the variants.")
+    assert "So " not in chapter.overfit_text(crossed.assign(best_val_loss=[1.518, 1.530]))  # best in the same order
+    seeds = _frame((1337, 42), attn_only=[1.52, 1.53], full=[1.60, 1.62]).assign(
+        best_val_loss=[1.51, 1.52, 1.47, 1.48], best_step=[4500, 4500, 1500, 1750])
+    assert "AttnOnly ends below Full, 1.525 against 1.610 (means over seeds), although" in chapter.overfit_text(seeds)
     stuck = _frame(ffn_only=3.349, no_residual=3.35).assign(best_val_loss=[3.348, 3.349])
     assert chapter.overfit_text(stuck).endswith("Each ends at or above the floor, so none is judged for overfitting.")
     floor = _frame(ffn_only=3.40).assign(best_val_loss=3.33)  # at the floor: not judged, however far above its best

@@ -104,7 +104,7 @@ def test_a_start_dated_after_the_fact_is_not_quoted_as_evidence(monkeypatch):
 def test_amendments_made_after_a_records_code_was_committed_are_said_to_be_so(monkeypatch):
     def words(n):  # a count at the start of a sentence
         return f"All {in_words(n)} amendments" if n == len(preregistration.AMENDMENTS) else \
-            f"{in_words(n).capitalize()} of the amendments"
+            f"{in_words(n).capitalize()} of the amendments" if in_words(n).isalpha() else f"Of the amendments, {n}"
 
     when = datetime(2026, 12, 5, 4, 0, tzinfo=timezone.utc)
     monkeypatch.setattr(preregistration, "registration_commit", lambda: ("a" * 40, when))
@@ -189,6 +189,9 @@ def test_the_amendment_clauses_read_at_one_and_at_all(monkeypatch):
     assert preregistration._late_dated({"late_dated": 2, "records": 2, "late_start": start}).startswith(
         " Neither gives its run's true start:")
     assert preregistration._while_training(one).startswith(". One of the amendments came after the code that trained the record")
+    many = {**one, "amended_after_code": 13, "amended_while_training": 10, "records": 2}
+    assert preregistration._while_training(many).startswith(". Of the amendments, 13 came after the code")  # no numeral first
+    assert "; ten of those came between" in preregistration._while_training(many)
     three = {**one, "amended_after_code": 3, "amended_while_training": 3, "records": 2}
     assert "; all of those came between the start a record gives" in preregistration._while_training(three)
     assert "trained the first record was committed" in preregistration._while_training(three)

@@ -99,7 +99,9 @@ def comparison_note(stand_in: str, full_shown: bool = True) -> str:
 
 
 def _field(frame: pd.DataFrame, name: str) -> pd.Series:
-    """One field of each record of ``frame`` (read from its file: the frame keeps only some)."""
+    """One field of each record of ``frame``: its column, or read from its file (the frame keeps only some)."""
+    if name in frame:
+        return frame[name].astype(float)
     return pd.Series([read_record(path)[name] for path in frame.path], index=frame.index, dtype=float)
 
 
@@ -343,7 +345,27 @@ def overfit_text(records: pd.DataFrame) -> str:
             "at step " + listing(f"{b:,} in seed {s}" for s, b in zip(runs.seed, steps)) + " and rises after each")
     whose = "its" if len(over) == 1 else f"{display_name(worst)}'s"
     return text + (f"{listing(display_name(v) for v in over.index)} {'overfits' if len(over) == 1 else 'overfit'}: "
-                   f"{whose} validation loss is lowest {when}.")
+                   f"{whose} validation loss is lowest {when}.") + _reordered(learned)
+
+
+def _reordered(learned: pd.DataFrame) -> str:
+    """Sentences, each opening with a space, for every two variants that learned whose final
+    losses order them one way and whose best losses the other (means over seeds): overfitting,
+    not the variants, sets that order. Nothing where there are none."""
+    means = learned.groupby("variant")[["final_val_loss", "best_val_loss"]].mean().dropna()
+    shown = [v for v in CENTRAL_VARIANTS if v in means.index]
+    several = learned.groupby("variant").size().gt(1).any()
+    text = ""
+    for low in shown:
+        for high in shown:
+            final, best = means.final_val_loss, means.best_val_loss
+            if final[low] < final[high] and best[low] > best[high]:
+                a, b = display_name(low), display_name(high)
+                text += (f" So {a} ends below {b}, {final[low]:.3f} against {final[high]:.3f}"
+                         f"{' (means over seeds)' if several else ''}, although at their best {b} is the lower by "
+                         f"{best[low] - best[high]:.3f} nats: the order of their final losses comes from {b} "
+                         "overfitting more, not from the variants.")
+    return text
 
 
 #: The captions and alt texts of the chapter's figure.

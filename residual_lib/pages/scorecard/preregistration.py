@@ -219,7 +219,8 @@ def _while_training(s: dict) -> str:
     def how_many(n: int) -> str:  # a count of amendments at the start of a sentence
         if n == len(AMENDMENTS):
             return {1: "The amendment", 2: "Both amendments"}.get(n, f"All {in_words(n)} amendments")
-        return f"{_capital(in_words(n))} of the amendments"
+        words = in_words(n)
+        return f"{_capital(words)} of the amendments" if words.isalpha() else f"Of the amendments, {words}"
 
     text = ""
     if k:

@@ -142,3 +142,11 @@ def test_a_frame_can_keep_a_column_of_everyday_magnitudes_out_of_scientific_nota
     frame.attrs["everyday"] = ["loss gap"]
     html = table(frame).to_html()
     assert html.count("×10") == 1 and ">0.000<" in html  # the norm spans orders of magnitude; the loss gap does not
+
+
+def test_a_column_spanning_orders_of_magnitude_writes_a_one_digit_value_as_its_neighbours_are_written():
+    norms = pd.DataFrame({"seed": [42, 123, 1337], "FFNOnly": [2.3e-4, 5.8e-4, 4.3e-7], "AttnOnly": [0.683, 0.006, 0.74]})
+    html = table(norms).to_html()
+    assert ">5.8×10⁻⁴<" in html and ">0.001<" not in html  # not rounded to one digit beside 2.3×10⁻⁴
+    assert ">0.006<" in html  # a column that does not span keeps fixed decimals
+    assert ">0.246<" in table(pd.DataFrame({"norm": [0.246, 1.2e-5]})).to_html()  # two digits or more: fixed

@@ -112,6 +112,16 @@ def _spans(column: pd.Series, decimals: int = 3) -> bool:
     return bool(len(values)) and bool((values >= 0).all()) and bool(small.any())
 
 
+def _cell(value, decimals: int, spans: bool, grouped: bool) -> str:
+    """One cell of :func:`table`. In a column that spans orders of magnitude, a value that fixed
+    decimals would show with one significant digit (0.001 for 5.8×10⁻⁴, beside 4.5×10⁻⁷) is
+    written in scientific notation like its neighbours."""
+    if spans and isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)) \
+            and 0 < abs(float(value)) < 10 ** -(decimals - 1):
+        return scientific(float(value))
+    return number(value, decimals, spans, grouped)
+
+
 def _grouped(column: pd.Series) -> bool:
     """Whether a column holds an integer of 10,000 or more (its integers from 1,000 then take separators)."""
     return any(isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) and abs(v) >= 10_000
@@ -161,7 +171,7 @@ def table(frame: pd.DataFrame | pd.Series, headers: dict[str, str] | None = None
     frame.columns = [names.get(c, header(c)) if isinstance(c, str) else header(c) for c in frame.columns]
     if frame.columns.duplicated().any():
         raise ValueError(f"two columns share a header: {list(frame.columns)}; pass headers= to tell them apart")
-    text = pd.DataFrame({c: [number(v, d, not p and _spans(frame[c], d), _grouped(frame[c])) for v in frame[c]]
+    text = pd.DataFrame({c: [_cell(v, d, not p and _spans(frame[c], d), _grouped(frame[c])) for v in frame[c]]
                          for c, d, p in zip(frame.columns, places, plain)}, index=frame.index)
     styler = text.style.hide(axis="index").set_table_attributes('class="book-table"')
     if anchor:  # pandas names a table T_<uuid>: the anchor is T_<anchor>

@@ -128,7 +128,7 @@ Markdown(
 )
 
 # %% tags=["hide-input"]
-show_table(scorecard.threshold_table(sensitivity, records, stand_in=profile))
+show_table(scorecard.threshold_table(sensitivity, records, stand_in=profile), blocks=True)
 
 # %% [markdown]
 # ## Verdict counts

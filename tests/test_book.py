@@ -715,6 +715,13 @@ def test_wide_tables_reflow_on_a_phone(browser):
                            {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False})
     driver.get(f"{base}/notebooks/06_central.html")
     assert {display for *_, display, _ in driver.execute_script(measure)} == {"table"}
+    # a table of sentences (the scorecard's thresholds) reads as blocks at a laptop's width too, and
+    # no table there scrolls sideways
+    driver.get(f"{base}/book/scorecard.html")
+    blocks = driver.execute_script("""return Array.from(document.querySelectorAll('table.book-table-blocks'),
+        t => [getComputedStyle(t).display, getComputedStyle(t.tBodies[0].rows[0].cells[1]).textAlign]);""")
+    assert blocks == [["block", "left"]], blocks
+    assert all(width <= box + 1 and scroll <= box + 1 for _, width, box, scroll, *_ in driver.execute_script(measure))
 
 
 def test_jupyter_book_build_of_sources_not_staged_stops_with_one_line(tmp_path):

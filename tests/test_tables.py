@@ -150,3 +150,9 @@ def test_a_column_spanning_orders_of_magnitude_writes_a_one_digit_value_as_its_n
     assert ">5.8×10⁻⁴<" in html and ">0.001<" not in html  # not rounded to one digit beside 2.3×10⁻⁴
     assert ">0.006<" in html  # a column that does not span keeps fixed decimals
     assert ">0.246<" in table(pd.DataFrame({"norm": [0.246, 1.2e-5]})).to_html()  # two digits or more: fixed
+
+
+def test_a_table_of_sentences_is_marked_to_read_as_blocks_where_it_does_not_fit():
+    frame = pd.DataFrame({"threshold": ["FLOOR_TOL"], "meaning": ["nats either side of the floor"]})
+    assert 'class="book-table book-table-blocks"' in table(frame, blocks=True).to_html()
+    assert 'class="book-table"' in table(frame).to_html()

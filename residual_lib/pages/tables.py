@@ -143,7 +143,7 @@ def _reads_as_numbers(column: pd.Series) -> bool:
 
 
 def table(frame: pd.DataFrame | pd.Series, headers: dict[str, str] | None = None, decimals: int | dict = 3,
-          index: bool | str = False, caption: str | None = None, anchor: str | None = None):
+          index: bool | str = False, caption: str | None = None, anchor: str | None = None, blocks: bool = False):
     """``frame`` as the book shows it (a pandas Styler; displays as HTML in a notebook).
 
     ``headers`` renames columns on top of :data:`HEADERS`; ``decimals`` is one count for every
@@ -152,7 +152,9 @@ def table(frame: pd.DataFrame | pd.Series, headers: dict[str, str] | None = None
     ``anchor`` names the table: its id is ``T_<anchor>`` (pandas prefixes ``T_``), which a link
     to the evidence of a claim names. A frame may name, in ``frame.attrs["everyday"]``, columns of everyday
     magnitudes (losses in nats) that keep fixed decimals even where :func:`_spans` would read them as spanning
-    orders of magnitude."""
+    orders of magnitude. ``blocks``: a table of sentences rather than numbers, which at any width
+    (not only a phone's) shows each row as a block of "header  value" lines when it does not fit
+    its column, instead of scrolling sideways (``_static/phone.css``)."""
     everyday = set(getattr(frame, "attrs", {}).get("everyday", ()))
     per_column = decimals if isinstance(decimals, dict) else {}
     decimals = 3 if isinstance(decimals, dict) else decimals
@@ -173,7 +175,7 @@ def table(frame: pd.DataFrame | pd.Series, headers: dict[str, str] | None = None
         raise ValueError(f"two columns share a header: {list(frame.columns)}; pass headers= to tell them apart")
     text = pd.DataFrame({c: [_cell(v, d, not p and _spans(frame[c], d), _grouped(frame[c])) for v in frame[c]]
                          for c, d, p in zip(frame.columns, places, plain)}, index=frame.index)
-    styler = text.style.hide(axis="index").set_table_attributes('class="book-table"')
+    styler = text.style.hide(axis="index").set_table_attributes(f'class="book-table{" book-table-blocks" if blocks else ""}"')
     if anchor:  # pandas names a table T_<uuid>: the anchor is T_<anchor>
         styler = styler.set_uuid(anchor)
     numeric = [c for c, dtype in zip(frame.columns, frame.dtypes)

@@ -737,6 +737,12 @@ def test_the_papers_values_mark_the_seeds_the_summary_does_not_state():
     cells = re.findall(r">([^<>]*)</td>", five)
     assert {"200", "14.0", "1.54", "1.600"} <= set(cells) and not {"200.000", "14.000"} & set(cells)
     assert "1.580 ± 0.003" in scorecard.section_view(6).data.replace("\u00a0", " ")
+    # each value's text is matched to its row, not only its position: rows in another order stop the page
+    reordered = rows.iloc[::-1].reset_index(drop=True)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(paper, "section", lambda number: reordered)
+        with pytest.raises(ValueError, match="paper_claims.csv"):
+            scorecard.section_view(6)
 
 
 def test_escape_rate_text_gives_the_rate_per_setting_fishers_test_and_the_other_lines():

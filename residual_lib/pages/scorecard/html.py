@@ -344,7 +344,11 @@ def _as_stated(number: int | str) -> pd.DataFrame:
     "3.35" or "14.0", which the numbers as floats would lose."""
     with resources.files("residual_lib.study").joinpath("paper_claims.csv").open() as f:
         text = pd.read_csv(f, dtype=str, keep_default_na=False)
-    return text[text.section == str(number)].reset_index(drop=True)[["value", "std"]]
+    return text[text.section == str(number)].reset_index(drop=True)[[*_ROW, "value", "std"]]
+
+
+#: The columns that name a row of the claims file (with its section).
+_ROW = ["claim", "scale", "variant", "quantity"]
 
 
 def section_view(number: int | str) -> HTML:
@@ -352,14 +356,16 @@ def section_view(number: int | str) -> HTML:
     (the chapter's results come first): a compact table (claim, scale, variant, quantity,
     value ± std, seeds, marked "inferred" where the summary does not state them), then each
     claim's statement and what the summary leaves unstated. Labelled as the paper's."""
-    rows = paper.section(number)
+    rows, stated = paper.section(number), _as_stated(number)
+    if not stated[_ROW].equals(rows[_ROW].astype(str)):  # the text of each value beside the row it belongs to
+        raise ValueError(f"section {number}'s rows of paper_claims.csv read differently as text and as numbers")
     shown = rows.assign(
         claim=rows.claim.map(lambda c: TITLES.get(c, c)),
         variant=rows.variant.map(paper.variant_label),
         quantity=rows.quantity.map(paper.quantity_label),
         seeds=[f"{s} (inferred)" if isinstance(i, str) and "seeds" in i else s
                for s, i in zip(rows.seeds, rows.inferred)],
-        value=[v + (f" ± {s}" if s else "") for v, s in _as_stated(number).itertuples(index=False)])
+        value=[v + (f" ± {s}" if s else "") for v, s in zip(stated.value, stated["std"])])
     values = table(shown[["claim", "scale", "variant", "quantity", "value", "seeds"]],
                    headers={"value": "the paper's value"}, caption=f"The paper's values, section {number}")
     items = []

@@ -1,4 +1,4 @@
-"""Command line.
+"""Train, sweep, benchmark and verify the residual-ablation runs, and build the book from their records.
 
     python -m residual_lib train --variant attn_only --profile cpu --seed 1337 [--eval-mode fixed|random]
                                  [--gain 2.0] [--results DIR] [--max-iters N] [--precision fp32|bf16]
@@ -28,9 +28,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pandas as pd
-
+from .commands import inputs
 from .commands.bench import bench, report, write_json
+from .commands.summary import summary
 from .commands.devicecheck import CHECKS, plan_from_report, run_checks, write_report
 from .commands.sweep import sweep
 from .core.files import NotWritableError, check_writable
@@ -46,10 +46,8 @@ from .run.runs import PAPER_SEEDS, Run, RunError, check_variant
 from .run.runtime import isa_mode, resolve_device
 from .storage.provenance import CommitError
 from .storage.records import RecordError, read_record
-from .study.analysis import CONDITIONS
-from .study.frames import (diverged, kernel_labels, load_records, off_recipe_lines, recipe_runs, record_eval_floor,
-                           summarize, usable)
-from .study.sections import DEFAULT_PROFILE, controlled
+from .study.frames import record_eval_floor
+from .study.sections import DEFAULT_PROFILE
 from .training.store import obtain
 from .training.verify import rerunnable, verify_record
 
@@ -81,7 +79,8 @@ def _build_parser() -> argparse.ArgumentParser:
     t.add_argument("--replicate", type=int, default=0, help="repeat index, to rerun an identical configuration")
     t.add_argument("--init-noise", type=float, default=0.0,
                    help="multiply every initial weight by 1 + NOISE * N(0,1), e.g. 1e-6 (default 0: none)")
-    t.add_argument("--data-dir", default=None, help="folder with tinyshakespeare/input.txt (default $RESIDUAL_DATA_DIR or download)")
+    t.add_argument("--data-dir", default=None, help="folder with tinyshakespeare/input.txt (default $RESIDUAL_DATA_DIR, else the copy packaged with "
+                        "residual_lib)")
     t.add_argument("--force", action="store_true", help="retrain even if the record exists")
     t.add_argument("--quiet", action="store_true", help="no progress output")
     t.add_argument("--compile", action="store_true", help="train through torch.compile")
@@ -97,7 +96,7 @@ def _build_parser() -> argparse.ArgumentParser:
     w.add_argument("--profile", default=DEFAULT_PROFILE, help=f"one of {', '.join(PROFILES)} (default {DEFAULT_PROFILE})")
     w.add_argument("--seeds", type=int, nargs="+", default=list(PAPER_SEEDS),
                    help=f"default: the paper's, {' '.join(map(str, PAPER_SEEDS))}")
-    w.add_argument("--variants", nargs="+", default=None, help="variants of the central comparisons (default: all four)")
+    w.add_argument("--variants", nargs="+", default=None, help=f"only these variants (one or more of {', '.join(VARIANTS)}; default: each section's own)")
     w.add_argument("--jobs", type=int, default=None, help="processes training at once (default: one per core on CPU, 1 on GPU)")
     w.add_argument("--threads", type=int, default=None, help="torch threads per job (default: cores / jobs)")
     w.add_argument("--fuse", type=int, default=None,
@@ -169,7 +168,7 @@ def _train(args) -> int:
     if args.checkpoint_every is not None and args.checkpoint_every < 0:
         raise RunError(f"--checkpoint-every must be >= 0, got {args.checkpoint_every}")
     device = resolve_device(args.device)
-    path, trained = obtain([spec], _results(args.out), force=args.force, device=device, data_dir=args.data_dir,
+    path, trained = obtain([spec], results_folder(args.out), force=args.force, device=device, data_dir=args.data_dir,
                         progress=False if args.quiet else None, compile=args.compile,
                         checkpoint_every=args.checkpoint_every, resume_other_code=args.resume_other_code)[0]
 
@@ -188,59 +187,11 @@ def _train(args) -> int:
     return 0
 
 
-def _results(path: str | None):
-    """The results folder a command uses: the one given, else results/ of this checkout."""
-    return results_folder(path)
-
-
-def _summary(args) -> int:
-    args.results = str(_results(args.results or args.results_dir))
-
-    if args.profile:
-        get_profile(args.profile)
-    every = load_records(args.results, skip_bad=args.skip_bad)
-    if args.profile:
-        every = every[every.profile == args.profile]
-    if every.empty:
-        where = f"{args.results} for profile {args.profile}" if args.profile else args.results
-        raise RunError(f"no run records under {where}: train some first (python -m residual_lib train ...)")
-    for row in diverged(every).itertuples():
-        print(f"left out: {row.profile} {row.variant} seed {row.seed} diverged ({row.path})")
-    for line in off_recipe_lines(every):
-        print(f"left out, not part of this profile: {line}")
-    if recipe_runs(every).empty:
-        raise RunError(f"every run record under {args.results} is off its profile's recipe (listed above): "
-                       "nothing to summarise")
-    every = recipe_runs(every)
-    if usable(every).empty:
-        raise RunError(f"every run record under {args.results} is of a diverged run: nothing to summarise")
-    every = usable(every)
-    # the same seeds under other conditions (gains, random batches, repeats) would blur the
-    # seed-to-seed spread, so by default only the controlled runs are summarised
-    frame = every if args.all_conditions else controlled(every)
-    # every condition that sets runs apart (analysis.CONDITIONS) gets rows of its own
-    by = ["profile", "variant"] + ([c for c in CONDITIONS if c != "profile"] if args.all_conditions else [])
-    # the floor every page and verdict reads: the unigram loss on the run's own evaluation batches
-    sizes = frame.groupby(by)[["eval_floor", "n_params"]].first().reset_index()
-    frame = frame.assign(kernels=kernel_labels(frame))
-    kernels = frame.groupby(by)["kernels"].agg(lambda k: " + ".join(sorted(set(k)))).reset_index()
-    table = summarize(frame, by=by).merge(sizes, on=by).merge(kernels, on=by)
-    table["variant"] = pd.Categorical(table["variant"], [v for v in VARIANTS if v in set(table["variant"])])
-    table = table.sort_values(by).rename(columns={"count": "runs"})
-    for name in {"gain", "init_noise"} & set(table):  # settings, not measurements: 1e-06, not 0.0000
-        table[name] = table[name].map("{:g}".format)
-    with pd.option_context("display.float_format", "{:.4f}".format, "display.width", 160):
-        print(table.to_string(index=False))
-    hours = every.wall_seconds.sum() / 3600
-    print(f"{len(every)} records, {hours:.2f} h of training wall time in all "
-          f"({'every condition' if args.all_conditions else f'{len(frame)} controlled runs shown'})")
-    return 0
-
-
 def _sweep(args) -> int:
     notebooks = list(args.notebooks) + ([str(p) for p in all_notebooks()] if args.all else [])
     if not notebooks:
         raise RunError("no notebooks given: pass notebooks/NN_section.py files or --all")
+    inputs.notebook_paths(notebooks)
     get_profile(args.profile)
     for variant in args.variants or []:
         check_variant(variant)
@@ -254,6 +205,7 @@ def _sweep(args) -> int:
         if getattr(args, name) is not None and getattr(args, name) <= 0:
             raise RunError(f"--{name} must be positive, got {getattr(args, name)}")
     resolve_device(args.device)
+    check_writable(results_folder(args.out))  # before the first run, not at its record
     try:
         report = sweep(notebooks, profile=args.profile, seeds=args.seeds, variants=args.variants,
                        results_dir=args.out, jobs=args.jobs, threads=args.threads, executor=args.executor,
@@ -282,9 +234,9 @@ def _bench(args) -> int:
             raise RunError(f"--{name} must be positive, got {getattr(args, name)}")
     if args.warmup < 0:
         raise RunError(f"--warmup must be >= 0, got {args.warmup}")
+    inputs.threads_fit(args.threads)
     device = resolve_device(args.device)
-    if args.json:  # before the benchmark, not after it
-        check_writable(Path(args.json).resolve().parent, option="--json", what="the report")
+    inputs.json_target(args.json)  # before the benchmark, not after it
     if args.reference is not None and not Path(args.reference).is_file():
         raise RunError(f"--reference {args.reference} is not a file: pass nanoGPT's model.py")
     sizes = args.fuse_sizes if args.fuse_sizes is not None else ([4, 8, 16, 32] if device.startswith("cuda") else [])
@@ -302,6 +254,9 @@ def _bench(args) -> int:
 
 def _device_check(args) -> int:
     if args.plan is not None:  # the lease's group size, from a bench report (residual_lib.commands.devicecheck)
+        if args.checks or args.json:
+            raise RunError("--plan only plans groups from a bench report and runs no check: leave out --checks "
+                           "and --json")
         try:
             plan = plan_from_report(args.plan, args.seconds, get_profile(args.profile))
         except ValueError as exc:
@@ -312,8 +267,7 @@ def _device_check(args) -> int:
     unknown = [n for n in args.checks or [] if n not in CHECKS]
     if unknown:
         raise RunError(f"unknown {plural('check', len(unknown))} {', '.join(unknown)}: choose from {', '.join(CHECKS)}")
-    if args.json:
-        check_writable(Path(args.json).resolve().parent, option="--json", what="the report")
+    inputs.json_target(args.json)
     report = run_checks(device, args.checks)
     if args.json:
         write_report(report, args.json)
@@ -323,6 +277,7 @@ def _device_check(args) -> int:
 
 def _book(args) -> int:
     get_profile(args.profile)
+    inputs.results_dir(args.results)
     try:
         index = build(args.profile, args.results, skip_bad=args.skip_bad)
     except FileNotFoundError as exc:  # no records for this profile yet
@@ -347,6 +302,7 @@ def _verify(args) -> int:
             rerunnable(name)
         except RecordError as exc:
             raise RunError(f"{exc}: pass a run record as train wrote it, under results/<profile>/") from None
+        inputs.certificates_writable(name)
 
     def commit(sha, dirty) -> str:
         return f"{sha[:7]}{'+dirty' if dirty else ''}" if sha else "an unknown commit"
@@ -371,16 +327,17 @@ def main(argv: list[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
     with sigterm_stops():
         try:
+            inputs.no_empty_values(args)
             isa_mode()  # a misspelt RESIDUAL_CPU_ISA stops every command before it does anything
-            code = {"train": _train, "sweep": _sweep, "bench": _bench, "book": _book, "summary": _summary,
+            code = {"train": _train, "sweep": _sweep, "bench": _bench, "book": _book, "summary": summary,
                     "device-check": _device_check, "verify": _verify}[args.command](args)
             check()  # a SIGTERM that a finaliser swallowed still counts
             return code
         except KeyboardInterrupt:
-            return _interrupted()
+            return _interrupted(args.command)
         except Exception as exc:
             if requested():  # what a stop's clean-up tripped over is not the story: the stop is
-                return _interrupted()
+                return _interrupted(args.command)
             if isinstance(exc, BrokenPipeError):  # `summary | head` closed the pipe: the reader has it all
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the final flush must not fail
                 return 141
@@ -390,9 +347,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
 
 
-def _interrupted() -> int:
+def _interrupted(command: str) -> int:
     logging.getLogger("asyncio").setLevel(logging.CRITICAL)  # a notebook's abandoned tasks: not news
-    print("python -m residual_lib: interrupted; finished records are kept, rerun to continue", file=sys.stderr)
+    kept = "; finished records are kept, rerun to continue" if command in ("train", "sweep", "verify") else ""
+    print(f"python -m residual_lib: interrupted{kept}", file=sys.stderr)
     return 130
 
 

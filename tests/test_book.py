@@ -790,8 +790,8 @@ def test_a_book_without_a_usable_seed_names_the_section_and_the_run_it_lacks(smo
             path.unlink()
     message = shortfall(results, "smoke")
     assert message.startswith("seed 1337 lacks 1 record that section 05_confounds needs under")
-    assert message.endswith("run `python -m residual_lib sweep notebooks/05_confounds.py --profile smoke --seeds 1337`"
-                            " first")
+    assert message.endswith("run `python -m residual_lib sweep notebooks/05_confounds.py --profile smoke --seeds 1337"
+                            f" --results {results}` first")  # a folder other than the default is named
     assert shortfall(tmp_path / "empty", "smoke").startswith("no complete central sweep under")
 
 

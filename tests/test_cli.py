@@ -67,7 +67,7 @@ def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, args, env,
 
 
 def test_book_without_records_names_the_sweep_that_makes_them(tmp_path):
-    result = cli("book", "--profile", "cpu", "--results", str(tmp_path / "none"))
+    result = cli("book", "--profile", "cpu", "--results", str(tmp_path))  # an empty results folder
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "python -m residual_lib sweep --all --profile cpu" in lines[0]

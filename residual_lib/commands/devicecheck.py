@@ -247,6 +247,10 @@ def plan_groups(bench: dict, seconds: float, profile, per_group: int = 4) -> dic
     report without a usable single rate, or ``seconds`` that is not a positive finite number."""
     if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
         raise ValueError(f"the time left must be a positive number of seconds, not {seconds}")
+    measured = bench.get("profile") if isinstance(bench, dict) else None
+    if measured is not None and measured != profile.name:
+        raise ValueError(f"the bench report measures {measured}, not {profile.name}: pass --profile {measured}, or "
+                         f"a report of python -m residual_lib bench --profile {profile.name}")
     single = bench.get("single_tokens_per_s") if isinstance(bench, dict) else None
     if not (isinstance(single, (int, float)) and math.isfinite(single) and single > 0):
         raise ValueError("the bench report has no positive single_tokens_per_s: pass the --json file of "

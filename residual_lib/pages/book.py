@@ -186,16 +186,17 @@ def shortfall(results: Path, profile: str) -> str:
     complete = (central[central.variant.isin(CENTRAL_VARIANTS)].groupby("seed")["variant"].nunique()
                 if len(central) else pd.Series(dtype=int))
     ready = [int(s) for s in complete.index if complete[s] == len(CENTRAL_VARIANTS)]
+    where = "" if results.resolve() == results_folder().resolve() else f" --results {results}"  # the same folder
     if not ready:
         return (f"no complete central sweep under {results / profile}: run "
-                f"`python -m residual_lib sweep --all --profile {profile}` first")
+                f"`python -m residual_lib sweep --all --profile {profile}{where}` first")
     seed = next((s for s in PAPER_SEEDS if s in ready), ready[0])
     for name in PLANS:
         needed = required(name, missing(plan(name, profile, [seed]), results), profile)
         if needed:
             return (f"seed {seed} lacks {len(needed)} {plural('record', len(needed))} that section {name} needs under "
                     f"{results} (first: {needed[0].label()}): run `python -m residual_lib sweep notebooks/{name}.py "
-                    f"--profile {profile} --seeds {seed}` first")
+                    f"--profile {profile} --seeds {seed}{where}` first")
     return f"no seed under {results / profile} has every record the book needs"
 
 

@@ -1,0 +1,97 @@
+"""Bad input on the command line is refused before any work: one line on stderr naming the fix,
+exit status 2, nothing written (run in this process, through ``residual_lib.__main__.main``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from residual_lib.__main__ import main
+from residual_lib.commands import inputs
+from residual_lib.core.files import NotWritableError
+
+
+def refused(capsys, *argv: str) -> str:
+    """The one line ``argv`` is refused with (exit status 2, nothing on stdout)."""
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert code == 2 and out == "" and len(lines) == 1, (code, out, err)
+    return lines[0]
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["train", "--variant", "full", "--profile", "smoke", "--results", ""], "--results"),
+    (["train", "--variant", "full", "--profile", "smoke", "--data-dir", " "], "--data-dir"),
+    (["summary", "--profile", ""], "--profile"),
+    (["sweep", "notebooks/03_setup.py", "--profile", "smoke", "--variants", "full", ""], "--variants"),
+])
+def test_an_empty_value_is_refused_rather_than_read_as_the_default(capsys, tmp_path, monkeypatch, argv, flag):
+    monkeypatch.chdir(tmp_path)
+    assert f"{flag} is empty: give it a value, or leave it out for its default" in refused(capsys, *argv)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_results_folder_that_is_missing_or_a_file_or_given_twice_is_named(capsys, tmp_path):
+    missing, afile = tmp_path / "nowhere", tmp_path / "afile"
+    afile.write_text("x")
+    for command in (["summary", "--results"], ["book", "--profile", "cpu", "--results"]):
+        assert f"--results {missing} does not exist: pass the folder that holds" in refused(capsys, *command, str(missing))
+        assert f"--results {afile} is a file, not a folder" in refused(capsys, *command, str(afile))
+    assert "pass RESULTS or --results, not both" in refused(capsys, "summary", str(tmp_path), "--results", str(afile))
+    assert not missing.exists()
+
+
+def test_the_book_names_the_results_folder_in_the_command_that_fills_it(capsys, tmp_path):
+    line = refused(capsys, "book", "--profile", "cpu", "--results", str(tmp_path))
+    assert f"python -m residual_lib sweep --all --profile cpu --results {tmp_path.resolve()}` first" in line
+
+
+def test_the_sweep_refuses_a_file_that_is_not_a_notebook_and_a_results_folder_it_cannot_write(capsys, tmp_path):
+    text = tmp_path / "04_joint_collapse.txt"  # a section's name, another kind of file
+    text.write_text("")
+    assert f"{text} is not a notebook: pass notebooks/NN_section.py" in refused(capsys, "sweep", str(text), "--profile", "smoke")
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    line = refused(capsys, "sweep", "notebooks/03_setup.py", "--profile", "smoke", "--results", str(afile / "sub"))
+    assert "cannot write run records" in line and "pass --results a writable folder" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["04_joint_collapse.txt", "afile"]
+
+
+def test_bench_refuses_a_json_folder_and_more_threads_than_cores_before_it_measures(capsys, tmp_path):
+    line = refused(capsys, "bench", "--profile", "smoke", "--json", str(tmp_path))
+    assert f"--json {tmp_path} is a folder: pass a file path" in line
+    more = inputs.cores() + 1
+    assert f"--threads {more} is more than the {inputs.cores()} cores" in refused(
+        capsys, "bench", "--profile", "smoke", "--threads", str(more))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_plan_refuses_checks_it_would_ignore_and_a_report_of_another_profile(capsys, tmp_path):
+    report = tmp_path / "bench.json"
+    report.write_text(json.dumps({"profile": "smoke", "single_tokens_per_s": 1e6}))
+    plan = ["device-check", "--plan", str(report), "--seconds", "300"]
+    assert "leave out --checks and --json" in refused(capsys, *plan, "--checks", "loss")
+    assert "leave out --checks and --json" in refused(capsys, *plan, "--json", str(tmp_path / "x.json"))
+    line = refused(capsys, *plan, "--profile", "paper-10m")
+    assert "the bench report measures smoke, not paper-10m: pass --profile smoke" in line
+    assert main([*plan, "--profile", "smoke"]) == 0 and "fuse=" in capsys.readouterr().out
+
+
+def test_verify_refuses_a_record_whose_folder_cannot_take_its_certificate_before_retraining(
+        capsys, tmp_path, monkeypatch):
+    assert main(["train", "--variant", "full", "--profile", "smoke", "--seed", "1", "--quiet",
+                 "--results", str(tmp_path)]) == 0
+    capsys.readouterr()
+    record = next(Path(tmp_path, "smoke").glob("full_seed1_*.json"))
+
+    def unwritable(folder, option="--results", what="run records"):
+        raise NotWritableError(f"cannot write {what} to {folder} (Permission denied at {folder}): pass {option} a "
+                               "writable folder")
+
+    monkeypatch.setattr(inputs, "check_writable", unwritable)
+    monkeypatch.setattr("residual_lib.__main__.verify_record", lambda *a, **k: pytest.fail("retrained"))
+    line = refused(capsys, "verify", str(record))
+    assert "cannot write a certificate to" in line and "verify it there" in line and "pass  a" not in line

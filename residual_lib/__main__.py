@@ -55,8 +55,8 @@ CLUSTERS = ("slurm", "local", "debug")
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, exit 2 (argparse prints usage as well)
-        self.exit(2, f"{self.prog}: error: {message}\n")
+    def error(self, message: str):  # one line, exit 2 (argparse prints usage as well), and where to look
+        self.exit(2, f"{self.prog}: error: {message}: see {self.prog} --help\n")
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -166,7 +166,8 @@ def _train(args) -> int:
     spec = Run(get_profile(args.profile, max_iters=args.max_iters, precision=args.precision), args.variant, args.seed, args.eval_mode,
                args.gain, not args.nondeterministic, args.replicate, args.init_noise)
     if args.checkpoint_every is not None and args.checkpoint_every < 0:
-        raise RunError(f"--checkpoint-every must be >= 0, got {args.checkpoint_every}")
+        raise RunError(f"--checkpoint-every must be >= 0, got {args.checkpoint_every}: pass a step count, or 0 for "
+                       "no checkpoints")
     device = resolve_device(args.device)
     path, trained = obtain([spec], results_folder(args.out), force=args.force, device=device, data_dir=args.data_dir,
                         progress=False if args.quiet else None, compile=args.compile,

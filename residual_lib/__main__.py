@@ -62,6 +62,7 @@ class _Parser(argparse.ArgumentParser):
 def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m residual_lib", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser.commands = sub.choices  # each command's parser, by name
 
     t = sub.add_parser("train", help="train one run (or reuse its record) and print the record's path")
     t.add_argument("--variant", required=True, help=f"one of {', '.join(VARIANTS)}")
@@ -135,7 +136,7 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="instead of the checks: from a bench report, the group size that records the most runs of "
                         "--profile in --seconds, printed as 'fuse=K runs=N groups=G'")
     d.add_argument("--seconds", type=float, default=None, help="the time left for training (with --plan)")
-    d.add_argument("--profile", default="paper-10m", help="the profile to plan (with --plan; default paper-10m)")
+    d.add_argument("--profile", default=None, help="the profile to plan (with --plan; default paper-10m)")
 
     b = sub.add_parser("book", help="execute every notebook from the records, then build the jupyter-book site")
     b.add_argument("--profile", default=BOOK_PROFILE, help=f"profile whose records the chapters show (default {BOOK_PROFILE})")
@@ -259,11 +260,13 @@ def _device_check(args) -> int:
             raise RunError("--plan only plans groups from a bench report and runs no check: leave out --checks "
                            "and --json")
         try:
-            plan = plan_from_report(args.plan, args.seconds, get_profile(args.profile))
+            plan = plan_from_report(args.plan, args.seconds, get_profile(args.profile or "paper-10m"))
         except ValueError as exc:
             raise RunError(str(exc)) from None
         print(f"fuse={plan['fuse']} runs={plan['runs']} groups={plan['groups']}")
         return 0
+    if args.seconds is not None or args.profile is not None:
+        raise RunError("--seconds and --profile plan a lease's groups: add --plan BENCH_JSON, or leave them out")
     device = resolve_device(args.device)
     unknown = [n for n in args.checks or [] if n not in CHECKS]
     if unknown:
@@ -325,7 +328,10 @@ def _verify(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _build_parser().parse_args(argv)
+    parser = _build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # named by the command's own parser, whose --help lists what it takes
+        parser.commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     with sigterm_stops():
         try:
             inputs.no_empty_values(args)
@@ -350,7 +356,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _interrupted(command: str) -> int:
     logging.getLogger("asyncio").setLevel(logging.CRITICAL)  # a notebook's abandoned tasks: not news
-    kept = "; finished records are kept, rerun to continue" if command in ("train", "sweep", "verify") else ""
+    kept = {"train": "; finished records are kept, rerun to continue", "sweep": "; finished records are kept, rerun to "
+            "continue", "verify": "; finished certificates are kept"}.get(command, "")
     print(f"python -m residual_lib: interrupted{kept}", file=sys.stderr)
     return 130
 

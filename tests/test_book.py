@@ -722,6 +722,8 @@ def test_wide_tables_reflow_on_a_phone(browser):
         t => [getComputedStyle(t).display, getComputedStyle(t.tBodies[0].rows[0].cells[1]).textAlign]);""")
     assert blocks == [["block", "left"]], blocks
     assert all(width <= box + 1 and scroll <= box + 1 for _, width, box, scroll, *_ in driver.execute_script(measure))
+    driver.get(f"{base}/notebooks/09_scale_ladder.html")  # eight columns of numbers: the rungs fit as a table
+    assert all(scroll <= box + 1 for _, _, box, scroll, *_ in driver.execute_script(measure))
 
 
 def test_jupyter_book_build_of_sources_not_staged_stops_with_one_line(tmp_path):

@@ -250,6 +250,14 @@ def test_one_run_that_does_not_overfit_is_said_as_one_and_the_cost_of_a_run_is_r
         "1.522 against 1.609, although at their best Full is the lower by 0.040 nats: the order of their final losses "
         "comes from Full overfitting more, not from the variants.")
     assert "So " not in chapter.overfit_text(crossed.assign(best_val_loss=[1.518, 1.530]))  # best in the same order
+    # only a variant that overfits is said to, and only by a difference three decimals show
+    slight = _frame(attn_only=1.52, full=1.5204, ffn_only=2.0).assign(
+        best_val_loss=[1.518, 1.5124, 1.9], best_step=[4500, 4500, 1000])
+    assert "FFNOnly overfits" in chapter.overfit_text(slight) and "So " not in chapter.overfit_text(slight)
+    # a variant with a seed at the floor is not set beside the others' means
+    floored = _frame((1337, 42), attn_only=[1.52, 3.34], full=[1.609, 1.61]).assign(
+        best_val_loss=[1.518, 3.33, 1.478, 1.48], best_step=[4500, 100, 1500, 1500])
+    assert "So " not in chapter.overfit_text(floored)
     seeds = _frame((1337, 42), attn_only=[1.52, 1.53], full=[1.60, 1.62]).assign(
         best_val_loss=[1.51, 1.52, 1.47, 1.48], best_step=[4500, 4500, 1500, 1750])
     assert "AttnOnly ends below Full, 1.525 against 1.610 (means over seeds), although" in chapter.overfit_text(seeds)

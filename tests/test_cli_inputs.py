@@ -10,7 +10,6 @@ import pytest
 
 from residual_lib.__main__ import main
 from residual_lib.commands import inputs
-from residual_lib.core.files import NotWritableError
 
 
 def refused(capsys, *argv: str) -> str:
@@ -38,9 +37,11 @@ def test_a_results_folder_that_is_missing_or_a_file_or_given_twice_is_named(caps
     missing, afile = tmp_path / "nowhere", tmp_path / "afile"
     afile.write_text("x")
     for command in (["summary", "--results"], ["book", "--profile", "cpu", "--results"]):
-        assert f"--results {missing} does not exist: pass the folder that holds" in refused(capsys, *command, str(missing))
+        assert f"--results {missing} does not exist: pass --results the folder" in refused(capsys, *command, str(missing))
         assert f"--results {afile} is a file, not a folder" in refused(capsys, *command, str(afile))
     assert "pass RESULTS or --results, not both" in refused(capsys, "summary", str(tmp_path), "--results", str(afile))
+    assert f"RESULTS {missing} does not exist" in refused(capsys, "summary", str(missing))  # as it was given
+    assert "no run records" in refused(capsys, "summary", str(tmp_path), "--results", f"{tmp_path}/.")  # one folder
     assert not missing.exists()
 
 
@@ -60,12 +61,13 @@ def test_the_sweep_refuses_a_file_that_is_not_a_notebook_and_a_results_folder_it
     assert sorted(p.name for p in tmp_path.iterdir()) == ["04_joint_collapse.txt", "afile"]
 
 
-def test_bench_refuses_a_json_folder_and_more_threads_than_cores_before_it_measures(capsys, tmp_path):
+def test_bench_refuses_a_json_folder_and_more_threads_than_cores_before_it_measures(capsys, tmp_path, monkeypatch):
     line = refused(capsys, "bench", "--profile", "smoke", "--json", str(tmp_path))
     assert f"--json {tmp_path} is a folder: pass a file path" in line
-    more = inputs.cores() + 1
-    assert f"--threads {more} is more than the {inputs.cores()} cores" in refused(
-        capsys, "bench", "--profile", "smoke", "--threads", str(more))
+    monkeypatch.setattr(inputs.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)  # two cores to run on
+    assert inputs.available_cores() == 2
+    assert "--threads 3 is more than the 2 cores this process may use: pass at most 2" in refused(
+        capsys, "bench", "--profile", "smoke", "--threads", "3")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -78,6 +80,7 @@ def test_a_plan_refuses_checks_it_would_ignore_and_a_report_of_another_profile(c
     line = refused(capsys, *plan, "--profile", "paper-10m")
     assert "the bench report measures smoke, not paper-10m: pass --profile smoke" in line
     assert main([*plan, "--profile", "smoke"]) == 0 and "fuse=" in capsys.readouterr().out
+    assert "add --plan BENCH_JSON" in refused(capsys, "device-check", "--seconds", "300")  # else ignored
 
 
 def test_verify_refuses_a_record_whose_folder_cannot_take_its_certificate_before_retraining(
@@ -86,12 +89,8 @@ def test_verify_refuses_a_record_whose_folder_cannot_take_its_certificate_before
                  "--results", str(tmp_path)]) == 0
     capsys.readouterr()
     record = next(Path(tmp_path, "smoke").glob("full_seed1_*.json"))
-
-    def unwritable(folder, option="--results", what="run records"):
-        raise NotWritableError(f"cannot write {what} to {folder} (Permission denied at {folder}): pass {option} a "
-                               "writable folder")
-
-    monkeypatch.setattr(inputs, "check_writable", unwritable)
+    (record.parent / "verified").write_text("")  # a file where the certificates' folder would be
     monkeypatch.setattr("residual_lib.__main__.verify_record", lambda *a, **k: pytest.fail("retrained"))
     line = refused(capsys, "verify", str(record))
-    assert "cannot write a certificate to" in line and "verify it there" in line and "pass  a" not in line
+    assert line.endswith(": copy the record into a writable <results>/<profile>/ folder and verify it there")
+    assert "cannot write a certificate to" in line and "pass " not in line

@@ -188,6 +188,8 @@ def test_the_amendment_clauses_read_at_one_and_at_all(monkeypatch):
         " Two of them do not give their runs' true starts: resumed from checkpoints in several processes, they were")
     assert preregistration._late_dated({"late_dated": 2, "records": 2, "late_start": start}).startswith(
         " Neither gives its run's true start:")
+    assert preregistration._late_dated({"late_dated": 13, "records": 14, "late_start": start}).startswith(
+        " Of them, 13 do not give their runs' true starts")  # no sentence opens with a numeral
     assert preregistration._while_training(one).startswith(". One of the amendments came after the code that trained the record")
     many = {**one, "amended_after_code": 13, "amended_while_training": 10, "records": 2}
     assert preregistration._while_training(many).startswith(". Of the amendments, 13 came after the code")  # no numeral first

@@ -50,6 +50,7 @@ from ..run.runtime import autocast, determinism, kernel_environment, resolve_dev
 from ..training.state import RunState
 from ..training.step import is_log_step
 from ..training.train import make_trainer
+from .inputs import available_cores
 from .sweep import default_layout
 
 
@@ -263,7 +264,7 @@ def bench(
     corpus = load_corpus(profile.dataset, data_dir)
     if steps is None:
         steps = 30 if device.startswith("cuda") or profile.n_embd <= 128 else 5
-    cores = os.cpu_count() or 1
+    cores = available_cores()  # the ones this process may run on, as --threads is checked against
     threads = threads or cores
     out = {"profile": profile.name, "device": device, "fuse": fuse, "steps": steps, "repeats": repeats,
            "compile": compile, "cores": cores, "threads": threads, "torch_version": torch.__version__,

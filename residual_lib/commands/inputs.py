@@ -9,7 +9,7 @@ import argparse
 import os
 from pathlib import Path
 
-from ..core.files import NotWritableError, check_writable
+from ..core.files import check_writable
 from ..core.paths import results_folder
 from ..run.runs import RunError
 
@@ -32,13 +32,14 @@ def no_empty_values(args: argparse.Namespace) -> None:
 
 def results_dir(path: str | None, option: str = "--results") -> Path:
     """The results folder a reading command uses (``summary``, ``book``): it must exist and be a
-    folder, so that a misspelt path is not reported as a folder with no records."""
+    folder, so that a misspelt path is not reported as a folder with no records. ``option``
+    names how it was given; with no ``path``, the default folder is named as such."""
     folder = results_folder(path)
+    said = f"{option} {folder}" if path else f"the results folder {folder}"
     if not folder.exists():
-        raise RunError(f"{option} {folder} does not exist: pass the folder that holds the <profile>/ record "
-                       "folders (by default results/ of this checkout)")
+        raise RunError(f"{said} does not exist: pass --results the folder that holds the <profile>/ record folders")
     if not folder.is_dir():
-        raise RunError(f"{option} {folder} is a file, not a folder: pass the folder that holds the <profile>/ "
+        raise RunError(f"{said} is a file, not a folder: pass --results the folder that holds the <profile>/ "
                        "record folders")
     return folder
 
@@ -63,15 +64,13 @@ def json_target(path: str | None, what: str = "the report") -> None:
 def certificates_writable(record: str | os.PathLike) -> None:
     """``verify`` writes a certificate beside each record (``<profile>/verified/``): that folder
     must take it before the run is retrained, not after."""
-    try:
-        check_writable(Path(record).resolve().parent / "verified", option="", what="a certificate")
-    except NotWritableError as exc:
-        reason = str(exc).split(": pass")[0]
-        raise RunError(f"{reason}: copy the record into a writable <results>/<profile>/ folder and verify it "
-                       "there") from None
+    from ..training.verify import certificate_path  # (torch) only when a record is verified
+
+    check_writable(certificate_path(record).parent, what="a certificate",
+                   fix="copy the record into a writable <results>/<profile>/ folder and verify it there")
 
 
-def cores() -> int:
+def available_cores() -> int:
     """The cores this process may run on."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
@@ -79,6 +78,6 @@ def cores() -> int:
 def threads_fit(threads: int | None) -> None:
     """``--threads`` no more than the cores there are: more would time threads that wait for a
     core and report them as the machine's rate."""
-    if threads is not None and threads > cores():
-        raise RunError(f"--threads {threads} is more than the {cores()} cores this process may use: pass at most "
-                       f"{cores()}")
+    if threads is not None and threads > available_cores():
+        raise RunError(f"--threads {threads} is more than the {available_cores()} cores this process may use: pass "
+                       f"at most {available_cores()}")

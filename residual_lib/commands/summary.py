@@ -18,9 +18,10 @@ from . import inputs
 
 def summary(args) -> int:
     """`python -m residual_lib summary`: one row per profile and variant of the records' final losses."""
-    if args.results and args.results_dir and Path(args.results) != Path(args.results_dir):
+    if args.results and args.results_dir and Path(args.results).resolve() != Path(args.results_dir).resolve():
         raise RunError("two results folders given: pass RESULTS or --results, not both")
-    args.results = str(inputs.results_dir(args.results or args.results_dir))
+    option = "--results" if args.results else "RESULTS"
+    args.results = str(inputs.results_dir(args.results or args.results_dir, option))
 
     if args.profile:
         get_profile(args.profile)

@@ -43,11 +43,12 @@ def atomic_write(path: str | os.PathLike, *parts: bytes | str | memoryview) -> P
     return path
 
 
-def check_writable(folder: str | os.PathLike, option: str = "--results", what: str = "run records") -> Path:
+def check_writable(folder: str | os.PathLike, option: str = "--results", what: str = "run records",
+                   fix: str | None = None) -> Path:
     """Fail before training, not after: ``folder`` (or, if it does not exist yet, the nearest
     folder above it, where it would be created) can be written and has room. Nothing is left
     behind. ``option`` is the command-line option the message tells the user to change, ``what``
-    what would be written there."""
+    what would be written there; ``fix``, where no option would help, what to do instead."""
     folder = Path(folder).absolute()
     existing = folder
     while not existing.exists() and existing != existing.parent:
@@ -59,11 +60,12 @@ def check_writable(folder: str | os.PathLike, option: str = "--results", what: s
             pass
     except OSError as exc:
         raise NotWritableError(f"cannot write {what} to {folder} ({exc.strerror or exc.__class__.__name__} at "
-                               f"{existing}): pass {option} a writable {'path' if option == '--json' else 'folder'}") from None
+                               f"{existing}): " + (fix or f"pass {option} a writable "
+                                                      f"{'path' if option == '--json' else 'folder'}")) from None
     free = shutil.disk_usage(existing).free
     if free < MIN_FREE_BYTES:
-        raise NotWritableError(f"only {free / 2**20:.0f} MB free under {existing}: free some space or pass "
-                               f"{option} another folder")
+        raise NotWritableError(f"only {free / 2**20:.0f} MB free under {existing}: free some space or "
+                               + (fix or f"pass {option} another folder"))
     return folder
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -186,7 +187,7 @@ def shortfall(results: Path, profile: str) -> str:
     complete = (central[central.variant.isin(CENTRAL_VARIANTS)].groupby("seed")["variant"].nunique()
                 if len(central) else pd.Series(dtype=int))
     ready = [int(s) for s in complete.index if complete[s] == len(CENTRAL_VARIANTS)]
-    where = "" if results.resolve() == results_folder().resolve() else f" --results {results}"  # the same folder
+    where = "" if results.resolve() == results_folder().resolve() else f" --results {shlex.quote(str(results))}"
     if not ready:
         return (f"no complete central sweep under {results / profile}: run "
                 f"`python -m residual_lib sweep --all --profile {profile}{where}` first")

@@ -112,12 +112,16 @@ def _spans(column: pd.Series, decimals: int = 3) -> bool:
     return bool(len(values)) and bool((values >= 0).all()) and bool(small.any())
 
 
-def _cell(value, decimals: int, spans: bool, grouped: bool) -> str:
-    """One cell of :func:`table`. In a column that spans orders of magnitude, a value that fixed
-    decimals would show with one significant digit (0.001 for 5.8×10⁻⁴, beside 4.5×10⁻⁷) is
-    written in scientific notation like its neighbours."""
-    if spans and isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)) \
-            and 0 < abs(float(value)) < 10 ** -(decimals - 1):
+#: Columns of p-values, which keep the prose's form (0.006, and 4.5×10⁻⁷ only below 0.001).
+P_COLUMNS = {"p_value", "p"}
+
+
+def _cell(value, decimals: int, spans: bool, grouped: bool, probability: bool = False) -> str:
+    """One cell of :func:`table`. In a column that spans orders of magnitude, a value that two or
+    more fixed decimals would show with one significant digit (0.001 for 5.8×10⁻⁴, beside
+    4.5×10⁻⁷) is written in scientific notation like its neighbours; p-values are not."""
+    if spans and not probability and decimals >= 2 and isinstance(value, numbers.Real) \
+            and not isinstance(value, (bool, np.bool_)) and 0 < abs(float(value)) < 10 ** -(decimals - 1):
         return scientific(float(value))
     return number(value, decimals, spans, grouped)
 
@@ -170,11 +174,12 @@ def table(frame: pd.DataFrame | pd.Series, headers: dict[str, str] | None = None
     names = {**HEADERS, **(headers or {})}
     places = [per_column.get(c, decimals) for c in frame.columns]
     plain = [c in everyday for c in frame.columns]
+    probabilities = [c in P_COLUMNS for c in frame.columns]  # written as the prose writes p (p_text)
     frame.columns = [names.get(c, header(c)) if isinstance(c, str) else header(c) for c in frame.columns]
     if frame.columns.duplicated().any():
         raise ValueError(f"two columns share a header: {list(frame.columns)}; pass headers= to tell them apart")
-    text = pd.DataFrame({c: [_cell(v, d, not p and _spans(frame[c], d), _grouped(frame[c])) for v in frame[c]]
-                         for c, d, p in zip(frame.columns, places, plain)}, index=frame.index)
+    text = pd.DataFrame({c: [_cell(v, d, not p and _spans(frame[c], d), _grouped(frame[c]), q) for v in frame[c]]
+                         for c, d, p, q in zip(frame.columns, places, plain, probabilities)}, index=frame.index)
     styler = text.style.hide(axis="index").set_table_attributes(f'class="book-table{" book-table-blocks" if blocks else ""}"')
     if anchor:  # pandas names a table T_<uuid>: the anchor is T_<anchor>
         styler = styler.set_uuid(anchor)

@@ -232,8 +232,8 @@ def quarantine(path: str | os.PathLike, reason: str) -> Path:
     while target.exists():
         target, n = path.with_name(f"{path.name}.bad.{n}"), n + 1
     os.replace(path, target)
-    print(f"residual_lib: bad run record {path}: {reason}; moved aside to {target.name} (a sweep that needs its run "
-          "trains it again)", file=sys.stderr, flush=True)
+    print(f"residual_lib: bad run record {path}: {reason}; moved aside to {target.name}, so its run "
+          "counts as not recorded", file=sys.stderr, flush=True)
     return target
 
 

@@ -73,10 +73,6 @@ def by_folder(files: list[Path]) -> str:
     return ", ".join(f"{folder}/ ({n} {plural('file', n)})" for folder, n in sorted(counts.items()))
 
 
-#: The sets of misfiled record files already named on stderr by this process.
-_TOLD: set[frozenset] = set()
-
-
 def _valid_records(path: str | os.PathLike, skip_bad: bool, quiet: bool = False) -> list[tuple[Path, dict]]:
     """Every record file under ``path`` with its content, one per run key (:func:`once_per_key`);
     bad files raise together
@@ -92,8 +88,7 @@ def _valid_records(path: str | os.PathLike, skip_bad: bool, quiet: bool = False)
     single = not isinstance(path, (list, tuple)) and Path(path).is_file()
     if misfiled and single:
         validate_record(misfiled[0])  # asked for by name: say why it is not a run
-    if misfiled and not quiet and frozenset(misfiled) not in _TOLD:  # once a process, however often it reads them
-        _TOLD.add(frozenset(misfiled))
+    if misfiled and not quiet:
         print(f"residual_lib: left out {len(misfiled)} {plural('record file', len(misfiled))} in folders not named "
               f"after their profile (a record belongs in <results>/<profile>/): {by_folder(misfiled)}",
               file=sys.stderr)

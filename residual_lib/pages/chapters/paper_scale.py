@@ -345,24 +345,26 @@ def overfit_text(records: pd.DataFrame) -> str:
             "at step " + listing(f"{b:,} in seed {s}" for s, b in zip(runs.seed, steps)) + " and rises after each")
     whose = "its" if len(over) == 1 else f"{display_name(worst)}'s"
     return text + (f"{listing(display_name(v) for v in over.index)} {'overfits' if len(over) == 1 else 'overfit'}: "
-                   f"{whose} validation loss is lowest {when}.") + _reordered(learned)
+                   f"{whose} validation loss is lowest {when}.") + _reordered(records, learned, set(over.index))
 
 
-def _reordered(learned: pd.DataFrame) -> str:
-    """Sentences, each opening with a space, for every two variants that learned whose final
-    losses order them one way and whose best losses the other (means over seeds): overfitting,
-    not the variants, sets that order. Nothing where there are none."""
-    means = learned.groupby("variant")[["final_val_loss", "best_val_loss"]].mean().dropna()
-    shown = [v for v in CENTRAL_VARIANTS if v in means.index]
-    several = learned.groupby("variant").size().gt(1).any()
+def _reordered(records: pd.DataFrame, learned: pd.DataFrame, over: set[str]) -> str:
+    """Sentences, each opening with a space, for every variant that overfits (``over``) and
+    another whose final loss lies below its own while its best lies above (means over seeds,
+    each by at least what three decimals show): the overfitting, not the variants, sets the
+    order of their final losses. Only variants all of whose seeds learned are compared, so
+    that each mean is over the same runs as the sentences before. Nothing where there are none."""
+    whole = [v for v in CENTRAL_VARIANTS if (records.variant == v).sum() == (learned.variant == v).sum() > 0]
+    means = learned[learned.variant.isin(whole)].groupby("variant")[["final_val_loss", "best_val_loss"]].mean()
+    seeds = learned.groupby("variant").size()
+    final, best = means.final_val_loss.round(3), means.best_val_loss  # as the sentence shows them
     text = ""
-    for low in shown:
-        for high in shown:
-            final, best = means.final_val_loss, means.best_val_loss
-            if final[low] < final[high] and best[low] > best[high]:
+    for high in [v for v in whole if v in over]:
+        for low in whole:
+            if final[low] < final[high] and round(best[low] - best[high], 3) >= 0.001:
                 a, b = display_name(low), display_name(high)
                 text += (f" So {a} ends below {b}, {final[low]:.3f} against {final[high]:.3f}"
-                         f"{' (means over seeds)' if several else ''}, although at their best {b} is the lower by "
+                         f"{' (means over seeds)' if max(seeds[low], seeds[high]) > 1 else ''}, although at their best {b} is the lower by "
                          f"{best[low] - best[high]:.3f} nats: the order of their final losses comes from {b} "
                          "overfitting more, not from the variants.")
     return text

@@ -357,7 +357,7 @@ def section_view(number: int | str) -> HTML:
     value ± std, seeds, marked "inferred" where the summary does not state them), then each
     claim's statement and what the summary leaves unstated. Labelled as the paper's."""
     rows, stated = paper.section(number), _as_stated(number)
-    if not stated[_ROW].equals(rows[_ROW].astype(str)):  # the text of each value beside the row it belongs to
+    if not stated[_ROW].equals(rows[_ROW].fillna("").astype(str)):  # the text of each value beside the row it belongs to
         raise ValueError(f"section {number}'s rows of paper_claims.csv read differently as text and as numbers")
     shown = rows.assign(
         claim=rows.claim.map(lambda c: TITLES.get(c, c)),

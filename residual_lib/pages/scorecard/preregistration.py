@@ -185,7 +185,7 @@ def _late_dated(s: dict) -> str:
     if n == 1:
         who = "Its record does not give the run's true start"
     elif k < n:
-        who = (f"{_capital(in_words(k))} of them {'does' if k == 1 else 'do'} not give "
+        who = (f"{_opening(k, 'them')} {'does' if k == 1 else 'do'} not give "
                + ("its run's true start" if k == 1 else "their runs' true starts"))
     else:
         who = f"{'Neither' if n == 2 else 'None of them'} gives its run's true start"
@@ -219,8 +219,7 @@ def _while_training(s: dict) -> str:
     def how_many(n: int) -> str:  # a count of amendments at the start of a sentence
         if n == len(AMENDMENTS):
             return {1: "The amendment", 2: "Both amendments"}.get(n, f"All {in_words(n)} amendments")
-        words = in_words(n)
-        return f"{_capital(words)} of the amendments" if words.isalpha() else f"Of the amendments, {words}"
+        return _opening(n, "the amendments")
 
     text = ""
     if k:
@@ -234,6 +233,13 @@ def _while_training(s: dict) -> str:
         text += (f"{which} came between the start {'the' if one else 'a'} record gives and its end, while "
                  "the run was certainly under way")
     return text
+
+
+def _opening(n: int, of: str) -> str:
+    """A count of ``of`` that opens a sentence: "Ten of them" in words, "Of them, 13" where the
+    count would be a numeral (a sentence never opens with one)."""
+    words = in_words(n)
+    return f"{_capital(words)} of {of}" if words.isalpha() else f"Of {of}, {words}"
 
 
 def _capital(text: str) -> str:

@@ -128,7 +128,8 @@ Markdown(
 )
 
 # %% tags=["hide-input"]
-show_table(scorecard.threshold_table(sensitivity, records, stand_in=profile), blocks=True)
+thresholds = scorecard.threshold_table(sensitivity, records, stand_in=profile)
+show_table(thresholds, blocks=True)
 
 # %% [markdown]
 # ## Verdict counts

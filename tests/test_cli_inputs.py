@@ -38,7 +38,8 @@ def test_a_results_folder_that_is_missing_or_a_file_or_given_twice_is_named(caps
     afile.write_text("x")
     for command in (["summary", "--results"], ["book", "--profile", "cpu", "--results"]):
         assert f"--results {missing} does not exist: pass --results the folder" in refused(capsys, *command, str(missing))
-        assert f"--results {afile} is a file, not a folder" in refused(capsys, *command, str(afile))
+    assert f"--results {afile} is a file, not a folder" in refused(capsys, "book", "--results", str(afile))
+    assert f"bad run record {afile}: not valid JSON" in refused(capsys, "summary", str(afile))  # one record, read as one
     assert "pass RESULTS or --results, not both" in refused(capsys, "summary", str(tmp_path), "--results", str(afile))
     assert f"RESULTS {missing} does not exist" in refused(capsys, "summary", str(missing))  # as it was given
     assert "no run records" in refused(capsys, "summary", str(tmp_path), "--results", f"{tmp_path}/.")  # one folder

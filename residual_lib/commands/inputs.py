@@ -30,15 +30,16 @@ def no_empty_values(args: argparse.Namespace) -> None:
             raise RunError(f"{flag} is empty: give it a value, or leave it out for its default")
 
 
-def results_dir(path: str | None, option: str = "--results") -> Path:
+def results_dir(path: str | None, option: str = "--results", record_file: bool = False) -> Path:
     """The results folder a reading command uses (``summary``, ``book``): it must exist and be a
     folder, so that a misspelt path is not reported as a folder with no records. ``option``
-    names how it was given; with no ``path``, the default folder is named as such."""
+    names how it was given; with no ``path``, the default folder is named as such. With
+    ``record_file``, one record file is taken too (``summary`` reads one as readily as a folder)."""
     folder = results_folder(path)
     said = f"{option} {folder}" if path else f"the results folder {folder}"
     if not folder.exists():
         raise RunError(f"{said} does not exist: pass --results the folder that holds the <profile>/ record folders")
-    if not folder.is_dir():
+    if not folder.is_dir() and not record_file:
         raise RunError(f"{said} is a file, not a folder: pass --results the folder that holds the <profile>/ "
                        "record folders")
     return folder

@@ -21,7 +21,7 @@ def summary(args) -> int:
     if args.results and args.results_dir and Path(args.results).resolve() != Path(args.results_dir).resolve():
         raise RunError("two results folders given: pass RESULTS or --results, not both")
     option = "--results" if args.results else "RESULTS"
-    args.results = str(inputs.results_dir(args.results or args.results_dir, option))
+    args.results = str(inputs.results_dir(args.results or args.results_dir, option, record_file=True))
 
     if args.profile:
         get_profile(args.profile)

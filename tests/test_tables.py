@@ -150,6 +150,8 @@ def test_a_column_spanning_orders_of_magnitude_writes_a_one_digit_value_as_its_n
     assert ">5.8×10⁻⁴<" in html and ">0.001<" not in html  # not rounded to one digit beside 2.3×10⁻⁴
     assert ">0.006<" in html  # a column that does not span keeps fixed decimals
     assert ">0.246<" in table(pd.DataFrame({"norm": [0.246, 1.2e-5]})).to_html()  # two digits or more: fixed
+    spread = table(pd.DataFrame({"std": [0.026, 4.0e-4, 0.0098]})).to_html()  # everyday values beside one tiny
+    assert ">0.010<" in spread and ">4.0×10⁻⁴<" in spread and "9.8×10⁻³" not in spread
     assert ">0.006<" in table(pd.DataFrame({"p_value": [0.006, 1.2e-5]})).to_html()  # p as the prose writes it
     minutes = table(pd.DataFrame({"minutes": [3.0, 0.4, 0.0004]}), decimals=0).to_html()
     assert ">3<" in minutes and "×10⁰" not in minutes  # no decimals: only the rule for what rounds to 0

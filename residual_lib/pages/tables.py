@@ -116,12 +116,21 @@ def _spans(column: pd.Series, decimals: int = 3) -> bool:
 P_COLUMNS = {"p_value", "p"}
 
 
-def _cell(value, decimals: int, spans: bool, grouped: bool, probability: bool = False) -> str:
-    """One cell of :func:`table`. In a column that spans orders of magnitude, a value that two or
-    more fixed decimals would show with one significant digit (0.001 for 5.8×10⁻⁴, beside
-    4.5×10⁻⁷) is written in scientific notation like its neighbours; p-values are not."""
-    if spans and not probability and decimals >= 2 and isinstance(value, numbers.Real) \
-            and not isinstance(value, (bool, np.bool_)) and 0 < abs(float(value)) < 10 ** -(decimals - 1):
+def _all_tiny(column: pd.Series, decimals: int) -> bool:
+    """Whether every number of a column lies below what ``decimals`` (two or more) fixed places
+    show with two significant digits (0.01 at three): a column of block-0 gradient norms, say."""
+    values = pd.to_numeric(column, errors="coerce")
+    values = values[np.isfinite(values)] if pd.api.types.is_float_dtype(values) else values.iloc[0:0]
+    return decimals >= 2 and bool(len(values)) and bool((values.abs() < 10 ** -(decimals - 1)).all())
+
+
+def _cell(value, decimals: int, spans: bool, grouped: bool, tiny: bool = False) -> str:
+    """One cell of :func:`table`. In a column that spans orders of magnitude and whose values are
+    all ``tiny`` (:func:`_all_tiny`), every non-zero value is written in scientific notation, so
+    that 5.8×10⁻⁴ does not read 0.001 beside 2.3×10⁻⁴; a column that also holds everyday values
+    (a spread of 0.026 and of 4.0×10⁻⁴) writes only what would round to 0 that way."""
+    if spans and tiny and isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)) \
+            and float(value) != 0 and math.isfinite(float(value)):
         return scientific(float(value))
     return number(value, decimals, spans, grouped)
 
@@ -178,8 +187,9 @@ def table(frame: pd.DataFrame | pd.Series, headers: dict[str, str] | None = None
     frame.columns = [names.get(c, header(c)) if isinstance(c, str) else header(c) for c in frame.columns]
     if frame.columns.duplicated().any():
         raise ValueError(f"two columns share a header: {list(frame.columns)}; pass headers= to tell them apart")
-    text = pd.DataFrame({c: [_cell(v, d, not p and _spans(frame[c], d), _grouped(frame[c]), q) for v in frame[c]]
-                         for c, d, p, q in zip(frame.columns, places, plain, probabilities)}, index=frame.index)
+    text = pd.DataFrame({c: [_cell(v, d, not p and _spans(frame[c], d), _grouped(frame[c]), not q and _all_tiny(
+        frame[c], d)) for v in frame[c]] for c, d, p, q in zip(frame.columns, places, plain, probabilities)},
+        index=frame.index)
     styler = text.style.hide(axis="index").set_table_attributes(f'class="book-table{" book-table-blocks" if blocks else ""}"')
     if anchor:  # pandas names a table T_<uuid>: the anchor is T_<anchor>
         styler = styler.set_uuid(anchor)

@@ -35,7 +35,7 @@ def test_train_prints_the_record_path_last_and_beats_the_floor(tmp_path):
     assert "cached record" in again.stdout
     table = cli("summary", str(out))
     assert table.returncode == 0 and "full" in table.stdout and "mean" in table.stdout
-    assert table.stdout.strip().splitlines()[-1].startswith("1 records, ")
+    assert table.stdout.strip().splitlines()[-1].startswith("1 record, ")
     assert "eval_mode" not in table.stdout
     every = cli("summary", str(out), "--all-conditions")
     assert every.returncode == 0 and "eval_mode" in every.stdout and "fixed" in every.stdout
@@ -86,4 +86,4 @@ def test_results_is_the_flag_everywhere_and_out_stays_an_alias(tmp_path):
     result = cli("train", "--variant", "full", "--profile", "smoke", "--seed", "2", "--results", str(tmp_path))
     assert result.returncode == 0 and Path(result.stdout.strip().splitlines()[-1]).parent == tmp_path / "smoke"
     table = cli("summary", "--results", str(tmp_path))
-    assert table.returncode == 0 and table.stdout.strip().splitlines()[-1].startswith("1 records")
+    assert table.returncode == 0 and table.stdout.strip().splitlines()[-1].startswith("1 record, ")

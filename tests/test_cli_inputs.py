@@ -95,3 +95,15 @@ def test_verify_refuses_a_record_whose_folder_cannot_take_its_certificate_before
     line = refused(capsys, "verify", str(record))
     assert line.endswith(": copy the record into a writable <results>/<profile>/ folder and verify it there")
     assert "cannot write a certificate to" in line and "pass " not in line
+
+
+def test_a_summary_with_no_controlled_run_says_so_and_names_the_flag_that_lists_them(capsys, tmp_path):
+    random = next(p for p in sorted((Path(__file__).resolve().parents[1] / "results" / "cpu").glob("full_seed1337_*.json"))
+                  if json.loads(p.read_text())["eval_mode"] == "random")  # a committed run on random batches
+    (tmp_path / "cpu").mkdir()
+    (tmp_path / "cpu" / random.name).write_bytes(random.read_bytes())
+    assert main(["summary", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == ("the one record is not a controlled run (fixed evaluation batches, gain 1, "
+                                       "deterministic, first replicate): pass --all-conditions to list them\n")
+    assert main(["summary", str(tmp_path), "--all-conditions"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("1 record, ")  # not "1 records"

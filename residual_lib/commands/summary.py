@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..core.text import plural
 from ..run.architecture import VARIANTS
 from ..run.profiles import get_profile
 from ..run.runs import RunError
@@ -45,6 +46,11 @@ def summary(args) -> int:
     # the same seeds under other conditions (gains, random batches, repeats) would blur the
     # seed-to-seed spread, so by default only the controlled runs are summarised
     frame = every if args.all_conditions else controlled(every)
+    if frame.empty:  # every record is of another condition: say so, rather than print an empty table
+        which = "the one record is not" if len(every) == 1 else f"none of the {len(every)} records is"
+        print(f"{which} a controlled run (fixed evaluation batches, gain 1, deterministic, first replicate): pass "
+              "--all-conditions to list them")
+        return 0
     # every condition that sets runs apart (analysis.CONDITIONS) gets rows of its own
     by = ["profile", "variant"] + ([c for c in CONDITIONS if c != "profile"] if args.all_conditions else [])
     # the floor every page and verdict reads: the unigram loss on the run's own evaluation batches
@@ -59,6 +65,6 @@ def summary(args) -> int:
     with pd.option_context("display.float_format", "{:.4f}".format, "display.width", 160):
         print(table.to_string(index=False))
     hours = every.wall_seconds.sum() / 3600
-    print(f"{len(every)} records, {hours:.2f} h of training wall time in all "
+    print(f"{len(every)} {plural('record', len(every))}, {hours:.2f} h of training wall time in all "
           f"({'every condition' if args.all_conditions else f'{len(frame)} controlled runs shown'})")
     return 0

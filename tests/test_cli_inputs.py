@@ -107,3 +107,8 @@ def test_a_summary_with_no_controlled_run_says_so_and_names_the_flag_that_lists_
                                        "deterministic, first replicate): pass --all-conditions to list them\n")
     assert main(["summary", str(tmp_path), "--all-conditions"]) == 0
     assert capsys.readouterr().out.splitlines()[-1].startswith("1 record, ")  # not "1 records"
+    controlled = next(p for p in sorted((Path(__file__).resolve().parents[1] / "results" / "cpu").glob("full_seed1337_*.json"))
+                      if json.loads(p.read_text())["eval_mode"] == "fixed")
+    (tmp_path / "cpu" / controlled.name).write_bytes(controlled.read_bytes())
+    assert main(["summary", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].endswith("(1 controlled run shown)")  # not "1 controlled runs"

@@ -65,6 +65,6 @@ def summary(args) -> int:
     with pd.option_context("display.float_format", "{:.4f}".format, "display.width", 160):
         print(table.to_string(index=False))
     hours = every.wall_seconds.sum() / 3600
-    print(f"{len(every)} {plural('record', len(every))}, {hours:.2f} h of training wall time in all "
-          f"({'every condition' if args.all_conditions else f'{len(frame)} controlled runs shown'})")
+    shown = "every condition" if args.all_conditions else f"{len(frame)} controlled {plural('run', len(frame))} shown"
+    print(f"{len(every)} {plural('record', len(every))}, {hours:.2f} h of training wall time in all ({shown})")
     return 0

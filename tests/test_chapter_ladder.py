@@ -92,8 +92,8 @@ def test_seed_note_reads_a_rung_at_every_seed_its_profile_has():
     assert note == ("The 0.8M rung is `cpu` read at the ladder's seeds (1, 2 and 3), where FFNOnly ends 0.100 nats"
                     " below the floor on average. `cpu` has FFNOnly records at 20 seeds; over all of them it ends"
                     " 0.014 nats below the floor, and only seeds 1 and 2 leave the floor by more than 0.05 nats (both"
-                    " are among the ladder's). Over all its seeds FFNOnly is at the floor at 0.8M; the ladder's point"
-                    " there says more about which seeds it reads than about the size.")
+                    " are among the ladder's). Averaged over all its seeds, FFNOnly ends within 0.05 nats of the floor"
+                    " at 0.8M, so the ladder's point there says more about which seeds it reads than about the size.")
     assert ladder.seed_note(ladder_runs, ladder_runs, 0.05) == ""  # no seeds beyond the ladder's: nothing to add
     assert ladder.seed_note(ladder_runs.head(0), every_run, 0.05) == ""
 

@@ -4,6 +4,8 @@ concurrent sweeps, layout-independent bits, and the command line's smaller failu
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import io
 import json
 import os
 import re
@@ -698,6 +700,42 @@ def test_a_resumed_runs_record_starts_when_its_first_process_did_the_time_betwee
     resumed, trained = obtain([Run("smoke", "attn_only", 8)], tmp_path, progress=False, checkpoint_every=50)[0]
     prov = read_record(resumed)["provenance"]
     assert trained and prov["resumed_from_step"] == 100 and datetime.fromisoformat(prov["started_at"]) == first
+
+
+def test_a_resumed_runs_record_names_the_machine_and_kernels_of_each_process(tmp_path, monkeypatch):
+    """A run resumed on another machine sums in another order from there on: its record names
+    each process's platform and the step it began at, kept through the checkpoints; from a
+    checkpoint that kept none, the list starts at the resume, so the earlier steps read as unknown."""
+    import residual_lib.training.state as state_module
+    import residual_lib.training.train as train_module
+    from residual_lib.training.checkpoint import HEADER
+
+    real = state_module.provenance
+    with monkeypatch.context() as patch:  # the first process on a machine of another model, without AMX
+        patch.setattr(state_module, "provenance", lambda *a: {**real(*a), "device_name": "Machine A", "amx": False})
+        _kill_at(patch, train_module, "take_step", 100)
+        with pytest.raises(_Killed):
+            obtain([Run("smoke", "attn_only", 8)], tmp_path, progress=False, checkpoint_every=50)
+    (saved,) = (tmp_path / "smoke" / ".checkpoints").glob("*.pt")
+    kept = read_checkpoint(saved)["processes"]
+    assert [(p["from_step"], p["device_name"], p["amx"]) for p in kept] == [(0, "Machine A", False)]
+    shutil.copytree(tmp_path, tmp_path.with_name(tmp_path.name + "-old"))
+    resumed, _ = obtain([Run("smoke", "attn_only", 8)], tmp_path, progress=False, checkpoint_every=50)[0]
+    prov = read_record(resumed)["provenance"]
+    first, last = prov["processes"]
+    assert (first["from_step"], first["device_name"], last["from_step"]) == (0, "Machine A", 100)
+    assert {k: last[k] for k in ("device_name", "amx", "cpu_capability", "precision")} == \
+        {k: prov[k] for k in ("device_name", "amx", "cpu_capability", "precision")}  # the last is the record's own
+
+    old = tmp_path.with_name(tmp_path.name + "-old")  # the same checkpoint, as code that kept no processes wrote it
+    (path,) = (old / "smoke" / ".checkpoints").glob("*.pt")
+    payload = read_checkpoint(path)
+    del payload["processes"]
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    path.write_bytes(HEADER + hashlib.sha256(buffer.getvalue()).hexdigest().encode() + b"\n" + buffer.getvalue())
+    resumed, _ = obtain([Run("smoke", "attn_only", 8)], old, progress=False, checkpoint_every=50)[0]
+    assert [p["from_step"] for p in read_record(resumed)["provenance"]["processes"]] == [100]
 
 
 def test_a_checkpoint_with_overwritten_bytes_starts_the_run_over(tmp_path, monkeypatch, capsys):

@@ -291,3 +291,15 @@ def test_a_fused_group_stopped_during_a_step_saves_one_checkpoint_and_resumes_bi
         prov = read_record(path)["provenance"]
         assert trained and prov["resumed_from_step"] == 34 and prov["fused_models"] == 2
         assert _bits(path) == _bits(alone)
+
+
+def test_a_record_whose_processes_ran_on_different_kernels_is_refused_by_verify_in_one_line():
+    from residual_lib.run.runs import RunError
+    from residual_lib.training.verify import isa_environment
+
+    bf16 = {"device": "cpu", "cpu_capability": machine_isa(), "precision": "bf16 autocast"}
+    mixed = {**bf16, "processes": [{**bf16, "amx": True, "from_step": 0}, {**bf16, "amx": False, "from_step": 950}]}
+    with pytest.raises(RunError, match=r"resumed on kernels of another kind partway .*: train it afresh into another"):
+        isa_environment(mixed)
+    fp32 = {**mixed, "precision": "fp32", "processes": [{**p, "precision": "fp32"} for p in mixed["processes"]]}
+    isa_environment(fp32)  # not refused: AMX runs no fp32 matrix multiply, so these are one kind of kernels

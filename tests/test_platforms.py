@@ -92,3 +92,27 @@ def test_fp32_runs_on_two_processor_models_are_said_to_differ_in_their_bits(reco
                                            ("ffn_only", 3, {**fp32, "device_name": "AMD EPYC"})))
     assert unnamed == ("The records name where each run trained: FFNOnly seed 1 on one CPU core with AVX-512 kernels; "
                        "FFNOnly seed 3 on one CPU core of an AMD EPYC with AVX-512 kernels.")
+
+
+def test_a_run_resumed_without_its_earlier_processes_kernels_says_which_steps_its_record_names(records):
+    text = platforms.trained_on(records(("attn_only", 1337, {**AMX, "resumed_from_step": 4900}),
+                                        ("ffn_only", 1337, {**AMX, "processes": [{**AMX, "from_step": 950}]})))
+    assert text == ("Each of the two runs trained on one CPU core with AVX-512 kernels and the AMX matrix units. "
+                    "AttnOnly seed 1337 and FFNOnly seed 1337 were resumed from checkpoints that did not keep the "
+                    "kernels of the processes before, so their records name the kernels of their last steps only "
+                    "(from step 4,900 and step 950 on, respectively): the earlier steps may have run on other kernels.")
+    whole = {**AMX, "resumed_from_step": 950, "processes": [{**AMX, "from_step": 0}, {**AMX, "from_step": 950}]}
+    assert platforms.trained_on(records(("full", 1337, whole))) == (
+        "Full seed 1337 trained on one CPU core with AVX-512 kernels and the AMX matrix units.")  # every step named
+
+
+def test_a_run_whose_processes_ran_on_different_kernels_is_said_to_reproduce_on_no_single_platform(records):
+    mixed = {**NO_AMX, "resumed_from_step": 950, "processes": [{**AMX, "from_step": 0}, {**NO_AMX, "from_step": 950}]}
+    text = platforms.trained_on(records(("ffn_only", 1337, mixed), ("attn_only", 1337, NO_AMX)))
+    assert text.startswith("AttnOnly seed 1337 trained on one CPU core with AVX-512 kernels and no AMX matrix units. "
+                           "FFNOnly seed 1337 trained in processes on kernels of different kinds (from step 0 on one CPU core "
+                           "with AVX-512 kernels and the AMX matrix units; from step 950 on one CPU core with AVX-512 kernels "
+                           "and no AMX matrix units), so it reproduces bit for bit on no single platform. ")
+    assert text.endswith("only on kernels of its own kind.")
+    alone = platforms.trained_on(records(("full", 1, mixed)))
+    assert alone.startswith("Full seed 1 trained in processes on kernels of different kinds (from step 0 on ")

@@ -1,7 +1,10 @@
 """Where a page's runs trained, in words: the device and the kernels each record names in its
 ``provenance``. Records of one profile can come from different machines (a long run resumed on
 the machine it started on, the next run on another); kernels that differ sum in different orders,
-so such runs agree in what they learn, not in their last bits, and a page says which ran where."""
+so such runs agree in what they learn, not in their last bits, and a page says which ran where.
+A run resumed from checkpoints may itself span machines: its record's top-level provenance is its
+last process's, and ``provenance.processes`` names each process (from step 0 where every
+checkpoint kept them; a page says which steps no record names the kernels of)."""
 
 from __future__ import annotations
 
@@ -68,6 +71,37 @@ def platform(provenance: dict) -> str:
     return text
 
 
+def _from_step(provenance: dict) -> int:
+    """The first step whose kernels the record names: 0, unless the run was resumed from a
+    checkpoint that did not keep the processes before it (then the first step the record's
+    ``processes`` name, or the resume where it has none)."""
+    processes = provenance.get("processes")
+    if processes:
+        return int(processes[0].get("from_step") or 0)
+    return int(provenance.get("resumed_from_step") or 0)
+
+
+def _history_notes(records: pd.DataFrame, provenance: list[dict]) -> str:
+    """Sentences on the runs whose processes did not all run on the kernels their record's
+    top-level provenance names, or whose earlier processes no record names; none otherwise."""
+    notes = []
+    unnamed = [(i, _from_step(p)) for i, p in zip(records.index, provenance) if _from_step(p) > 0]
+    if unnamed:
+        one = len(unnamed) == 1
+        steps = listing([f"step {step:,}" for _, step in unnamed]) + (" on" if one else " on, respectively")
+        notes.append(f"{_runs(records.loc[[i for i, _ in unnamed]])} {'was' if one else 'were'} resumed from "
+                     "checkpoints that did not keep the kernels of the processes before, so "
+                     f"{'its record names the kernels of its' if one else 'their records name the kernels of their'}"
+                     f" last steps only (from {steps}): the earlier steps may have run on other kernels.")
+    for i, prov in zip(records.index, provenance):
+        processes = prov.get("processes") or []
+        if len({_kernels(p) for p in processes}) > 1:
+            spans = "; ".join(f"from step {int(p.get('from_step') or 0):,} on {platform(p)}" for p in processes)
+            notes.append(f"{_runs(records.loc[[i]])} trained in processes on kernels of different kinds ({spans}), "
+                         "so it reproduces bit for bit on no single platform.")
+    return " ".join(notes)
+
+
 def _runs(runs: pd.DataFrame) -> str:
     """``runs`` named by variant and seeds: "AttnOnly seed 1337 and FFNOnly seeds 42 and 1337"."""
     names = []
@@ -77,21 +111,33 @@ def _runs(runs: pd.DataFrame) -> str:
     return listing(names)
 
 
+def _mixed(provenance: dict) -> bool:
+    """Whether a record's processes ran on kernels of more than one kind."""
+    return len({_kernels(p) for p in provenance.get("processes") or []}) > 1
+
+
 def trained_on(records: pd.DataFrame) -> str:
     """Where ``records`` trained, as a sentence: one clause when every record names the same
-    device and kernels, else one clause per platform naming its runs; where the recorded kernels
-    differ, a second sentence says what that means for their bits."""
+    device and kernels, else one clause per platform naming its runs; a run whose processes ran
+    on different kernels gets a sentence of its own, as do runs whose earliest steps no record
+    names the kernels of; where the kernels differ, a last sentence says what that means for
+    their bits."""
     if not len(records):
         return ""
     provenance = [read_record(path).get("provenance") or {} for path in records.path]
-    where = pd.Series([platform(p) for p in provenance], index=records.index)
-    if where.nunique() == 1:
-        if len(records) == 1:
-            return f"{_runs(records)} trained on {where.iloc[0]}."
-        return f"Each of the {in_words(len(records))} runs trained on {where.iloc[0]}."
-    clauses = [f"{_runs(runs)} on {place}" for place, runs in records.groupby(where, sort=False)]
-    text = "The records name where each run trained: " + "; ".join(clauses) + "."
-    if _kernels_differ(provenance):
-        text += (" Kernels of different kinds sum in different orders, so a run reproduces bit for bit only on "
-                 "kernels of its own kind.")
-    return text
+    plain = [i for i, p in zip(records.index, provenance) if not _mixed(p)]
+    where = pd.Series([platform(p) for p, i in zip(provenance, records.index) if i in plain], index=plain, dtype=object)
+    if where.nunique() > 1:
+        clauses = [f"{_runs(runs)} on {place}" for place, runs in records.loc[plain].groupby(where, sort=False)]
+        said = ["The records name where each run trained: " + "; ".join(clauses) + "."]
+    elif len(plain) == 1 or len(plain) == len(records):
+        who = _runs(records.loc[plain]) if len(plain) == 1 else f"Each of the {in_words(len(plain))} runs"
+        said = [f"{who} trained on {where.iloc[0]}."]
+    else:  # one platform, and other runs on several
+        said = [f"{_runs(records.loc[plain])} trained on {where.iloc[0]}."] if plain else []
+    said.append(_history_notes(records, provenance))
+    every = [q for p in provenance for q in (p.get("processes") or [p])]
+    if _kernels_differ(every):
+        said.append("Kernels of different kinds sum in different orders, so a run reproduces bit for bit only on "
+                    "kernels of its own kind.")
+    return " ".join(filter(None, said))

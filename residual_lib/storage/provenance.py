@@ -94,6 +94,19 @@ def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
     return platform.processor() or platform.machine() or "cpu"
 
 
+#: What a record's provenance says about the machine and kernels a process ran on: a resumed run
+#: can span processes on different machines, so its record names these for each
+#: (``provenance.processes``), beside the run's precision and whether it was compiled.
+PLATFORM_FIELDS = ("device", "device_name", "cpu_threads", "isa_mode", "cpu_capability", "mkl_enable_instructions",
+                   "onednn_max_cpu_isa", "amx", "torch_version", "precision", "compiled")
+
+
+def process_platform(prov: dict, from_step: int) -> dict:
+    """One entry of ``provenance.processes``: the step a process began training at and the
+    :data:`PLATFORM_FIELDS` of ``prov`` (a record's provenance, as that process would write it)."""
+    return {"from_step": from_step, **{name: prov.get(name) for name in PLATFORM_FIELDS}}
+
+
 def provenance(device: str, deterministic: bool) -> dict:
     """Where and how a run was made, without host names or user names."""
     sha, dirty = code_version()

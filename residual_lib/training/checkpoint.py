@@ -16,7 +16,8 @@ continue it (a resumed AdamW, for one, would bring back the old code's settings 
 state): the run starts over, with one line, unless asked to continue (``train
 --resume-other-code``), and then its record names both (``provenance.resumed_code``: each
 other code that trained earlier steps, with the step it handed over at, oldest first, kept
-through later resumes)."""
+through later resumes). It also keeps the machine and kernels of each process that trained the
+run, which a resumed run's record names (``provenance.processes``)."""
 
 from __future__ import annotations
 
@@ -94,6 +95,8 @@ def save_checkpoint(path: Path, step: int, states: list, optimizer, params: dict
         "code": {"commit": code_version()[0], "digest": code_digest()},
         # the other code that trained the steps before a resume, carried to the record through any later resume
         "resumed_code": states[0].resumed_code,
+        # each process that trained the run, with its machine and kernels, carried to the record
+        "processes": states[0].processes_so_far(),
         # when the run's first process began: a record's start time, the time between sessions included
         "started_at": states[0].started_at or (datetime.now(timezone.utc) - timedelta(seconds=elapsed)).isoformat(
             timespec="seconds"),
@@ -158,4 +161,5 @@ def load_checkpoint(path: Path | None, states: list, optimizer, params: dict,
     for state in states:
         state.resumed_from = payload["step"]
         state.started_at = payload.get("started_at")  # none: written before checkpoints kept it
+        state.earlier_processes = payload.get("processes")  # none: written before checkpoints kept them
     return payload["step"], payload["train_seconds"], payload["elapsed"]

@@ -28,7 +28,7 @@ from ..run.data import eval_floor
 from ..run.model import GPTConfig, ResidualGPT
 from ..run.runs import Run, RunError
 from ..run.runtime import autocast
-from ..storage.provenance import provenance
+from ..storage.provenance import process_platform, provenance
 from ..storage.records import make_record
 from . import diagnostics
 
@@ -95,6 +95,10 @@ class RunState:
         self.resumed_from = None  # the step a checkpoint resumed this run at
         self.resumed_code = None  # other code that trained steps before a resume (asked for): a list, oldest first
         self.started_at = None  # when a resumed run's first process began (ISO, UTC), from its checkpoint
+        # the processes that trained the steps before a resume, oldest first, from its checkpoint
+        # (None: it kept none); see :meth:`processes_so_far`
+        self.earlier_processes = None
+        self._platform = None  # this process's entry of provenance.processes, made once
         self.net = self.model  # what training steps call: the model, or its torch.compile'd wrapper
         self.compiled = False
 
@@ -111,6 +115,18 @@ class RunState:
             self.valset._generator.set_state(saved["val_gen"])
         self.train_curve, self.val_curve = saved["train_curve"], saved["val_curve"]
         self.last_train_loss, self.diverged_at = saved["last_train_loss"], saved["diverged_at"]
+
+    def processes_so_far(self, prov: dict | None = None) -> list[dict]:
+        """Every process that has trained this run that its checkpoints kept, oldest first, this
+        one last: the step each began at and the machine and kernels it ran on
+        (:func:`residual_lib.storage.provenance.process_platform`). A run resumed on another
+        machine sums in another order from there on, so its record names each process; a list
+        that starts after step 0 was resumed from a checkpoint that did not keep them."""
+        if prov is not None or self._platform is None:
+            prov = prov or provenance(self.device, self.run.deterministic)
+            self._platform = process_platform({**prov, "precision": self.precision, "compiled": self.compiled},
+                                              self.resumed_from or 0)
+        return [*(self.earlier_processes or []), self._platform]
 
     def compile(self) -> None:
         """Train through ``torch.compile`` (evaluation and diagnostics use the plain module,
@@ -217,6 +233,8 @@ class RunState:
             prov["resumed_from_step"] = self.resumed_from
         if self.resumed_code is not None:  # steps before this one were trained by that code
             prov["resumed_code"] = self.resumed_code
+        if self.resumed_from is not None:  # the platform of each process, where it may have changed
+            prov["processes"] = self.processes_so_far(prov)
         if self.device.startswith("cuda"):
             torch.cuda.synchronize()
         val_losses = self.val_curve["loss"]

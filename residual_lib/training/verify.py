@@ -138,7 +138,15 @@ _KERNEL_VARS = (*CPU_ISA, ISA_ENV)
 def isa_environment(prov: dict) -> dict | None:
     """The environment under which this machine runs the CPU kernels a record's provenance
     names (its instruction set, the MKL and oneDNN limits it was made under, AMX for bf16):
-    ``None`` if this process already runs them; raises :class:`RunError` if the machine cannot."""
+    ``None`` if this process already runs them; raises :class:`RunError` if the machine cannot, or
+    if the run's processes (``provenance.processes``) ran on kernels of different kinds, which no
+    one process can."""
+    kinds = {tuple(p.get(k) for k in ("device", "cpu_capability", "mkl_enable_instructions", "onednn_max_cpu_isa"))
+             + ((p.get("amx"),) if str(p.get("precision", "")).startswith("bf16") else ())
+             for p in prov.get("processes") or []}
+    if len(kinds) > 1:
+        raise RunError("the record's run was resumed on kernels of another kind partway (provenance.processes), so no "
+                       "one machine reproduces its bits: train it afresh into another results folder and compare")
     recorded = prov.get("cpu_capability") or UNNAMED_ISA
     limits = {"MKL_ENABLE_INSTRUCTIONS": prov.get("mkl_enable_instructions"),
               "ONEDNN_MAX_CPU_ISA": prov.get("onednn_max_cpu_isa")}

@@ -103,8 +103,8 @@ def seed_note(records: pd.DataFrame, every_run: pd.DataFrame, floor_tol: float) 
                 text += f" ({'it is' if len(among) == 1 else 'both are' if len(among) == 2 else 'they are'} among the ladder's)"
         text += "."
         if abs(gap.mean()) <= floor_tol < abs(shown.mean()):
-            text += (f" Over all its seeds FFNOnly is at the floor at {size}; the ladder's point there says more about"
-                     " which seeds it reads than about the size.")
+            text += (f" Averaged over all its seeds, FFNOnly ends within {floor_tol:g} nats of the floor at {size}, so"
+                     " the ladder's point there says more about which seeds it reads than about the size.")
         notes.append(text)
     return " ".join(notes)
 

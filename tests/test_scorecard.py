@@ -810,3 +810,24 @@ def test_the_collapse_sentences_judge_at_the_escape_line_and_count_seeds_in_numb
         " FFNOnly stays at the floor in every seed (1 seed without dropout)."
     one = prose._collapse_sentences([("without dropout", 1, 1, 1, 0.01)], [(1, 1)])
     assert "as the paper says it does: without dropout, 1 of 1 seed ends more than 0.05 nats" in one
+
+
+def test_the_verdict_box_gives_a_claim_judged_alike_at_every_profile_one_line_and_orders_runs_by_size(tmp_path):
+    from residual_lib.study.frames import load_records
+
+    central(tmp_path, "cpu", attn=1.8, ffn=3.34, seeds=(1, 2, 3))
+    for seed in range(1, 9):
+        fake_record(tmp_path, "cpu-dropout", "ffn_only", seed, 3.34)
+    for profile in ("ladder-3m", "ladder-0.1m"):
+        fake_record(tmp_path, profile, "full", 1, 1.9)
+    records = load_records(tmp_path)
+    records["n_params"] = records.profile.map({"ladder-0.1m": 1.2e5, "cpu": 8e5, "cpu-dropout": 8e5, "ladder-3m": 3.2e6})
+    records.attrs.update(profile="cpu", results_dir=str(tmp_path))
+    html = scorecard.verdict_box(["asymmetry_by_scale", "ffn_collapse_10m"], records, fragile_cells=UNMARKED).data
+    items = re.findall(r"<li>(.*?)</li>", html)
+    assert len(items) == 3 and "<code>cpu</code> and <code>cpu-dropout</code> <a" in items[0]  # one line for both
+    # judged differently: each profile named, the page's own too
+    assert "</span> <code>cpu</code> <a" in items[1] and "</span> <code>cpu-dropout</code> <a" in items[2]
+    scope = html[html.index("This page shows"):]
+    assert scope.index("<code>cpu</code>") < scope.index("ladder-0.1m") < scope.index("cpu-dropout") < \
+        scope.index("ladder-3m")  # the page's profile, then by model size

@@ -298,13 +298,20 @@ def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | 
                  & ((table.profile == profile) | (table.verdict != "not run at this scale"))]
     items = []
     for claim in claims:
+        said = []  # per profile: (profile, verdict and fragile mark, what follows the profile's name)
         for row in rows[rows.claim == claim].itertuples():
-            where = f" <code>{html.escape(row.profile)}</code>" if row.profile != profile else ""
-            said = ours_text(row.ours)
-            ours = "" if said in ("—", "") else f" {html.escape(said[:1].upper() + said[1:])}."  # a sentence after the title
-            shaky = _FRAGILE if (claim, row.profile) in fragile_cells else ""
-            items.append(f'<li>{badge(row.verdict)}{shaky}{where} <a href="../book/scorecard.html#{claim_anchor(claim)}">'
-                         f"{html.escape(TITLES.get(claim, claim))}</a>.{ours}{_wider(row, records)}</li>")
+            ours = ours_text(row.ours)
+            ours = "" if ours in ("—", "") else f" {html.escape(ours[:1].upper() + ours[1:])}."  # a sentence after the title
+            said.append((row.profile, badge(row.verdict) + (_FRAGILE if (claim, row.profile) in fragile_cells else ""),
+                         f' <a href="../book/scorecard.html#{claim_anchor(claim)}">'
+                         f"{html.escape(TITLES.get(claim, claim))}</a>.{ours}{_wider(row, records)}"))
+        if len(said) > 1 and len({(mark, rest) for _, mark, rest in said}) == 1:  # the same at every profile: one line
+            names = listing([f"<code>{html.escape(p)}</code>" for p, _, _ in said])
+            items.append(f"<li>{said[0][1]} {names}{said[0][2]}</li>")
+            continue
+        for name, mark, rest in said:  # the page's own profile unnamed, unless the claim has others beside it
+            where = f" <code>{html.escape(name)}</code>" if name != profile or len(said) > 1 else ""
+            items.append(f"<li>{mark}{where}{rest}</li>")
     shown = ""
     marks = [text for present, text in (
         ((rows.verdict == "not run at this scale").any(),
@@ -328,7 +335,8 @@ def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | 
                   f"other page: {html.escape(prose_names('; '.join(apart)))}.</p>")
     if len(records):
         parts = [f"{_runs(part)} at <code>{html.escape(name)}</code> ({_seed_list(part.seed)})"
-                 for name, part in sorted(records.groupby("profile"), key=lambda g: (g[0] != profile, g[0]))]
+                 for name, part in sorted(records.groupby("profile"),  # the page's profile, then by model size
+                                          key=lambda g: (g[0] != profile, g[1].n_params.min(), g[0]))]
         shown += (f'<p class="verdict-box-scope">This page shows {listing(parts)}, read from '
                   f"<code>{html.escape(Path(results_dir).name)}/</code>. The verdict rules and the other profiles are "
                   f'on the <a href="../book/scorecard.html">scorecard</a>.</p>')

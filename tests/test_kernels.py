@@ -293,13 +293,17 @@ def test_a_fused_group_stopped_during_a_step_saves_one_checkpoint_and_resumes_bi
         assert _bits(path) == _bits(alone)
 
 
-def test_a_record_whose_processes_ran_on_different_kernels_is_refused_by_verify_in_one_line():
+def test_a_record_whose_processes_ran_on_different_kernels_is_refused_by_verify_before_it_retrains(monkeypatch):
+    import residual_lib.training.verify as verify_module
     from residual_lib.run.runs import RunError
-    from residual_lib.training.verify import isa_environment
 
-    bf16 = {"device": "cpu", "cpu_capability": machine_isa(), "precision": "bf16 autocast"}
-    mixed = {**bf16, "processes": [{**bf16, "amx": True, "from_step": 0}, {**bf16, "amx": False, "from_step": 950}]}
-    with pytest.raises(RunError, match=r"resumed on kernels of another kind partway .*: train it afresh into another"):
-        isa_environment(mixed)
-    fp32 = {**mixed, "precision": "fp32", "processes": [{**p, "precision": "fp32"} for p in mixed["processes"]]}
-    isa_environment(fp32)  # not refused: AMX runs no fp32 matrix multiply, so these are one kind of kernels
+    bf16 = {"device": "cpu", "cpu_capability": "AVX512", "precision": "bf16 autocast"}
+    h100 = {"device": "cuda", "device_name": "NVIDIA H100", "precision": "bf16 autocast"}
+    monkeypatch.setattr(verify_module, "obtain", lambda *a, **k: pytest.fail("retrained"))
+    for processes in ([{**bf16, "amx": True}, {**bf16, "amx": False}],  # AMX, then none
+                      [h100, {**h100, "device_name": "NVIDIA H200"}],  # a GPU of another model, on a cuda record
+                      [{**bf16, "amx": True}, h100]):
+        prov = {**processes[-1], "processes": processes}
+        monkeypatch.setattr(verify_module, "rerunnable", lambda path: ({"provenance": prov}, None))
+        with pytest.raises(RunError, match=r"resumed on kernels of another kind partway .*: train it afresh into"):
+            verify_record("a-record.json")

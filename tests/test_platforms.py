@@ -100,7 +100,15 @@ def test_a_run_resumed_without_its_earlier_processes_kernels_says_which_steps_it
     assert text == ("Each of the two runs trained on one CPU core with AVX-512 kernels and the AMX matrix units. "
                     "AttnOnly seed 1337 and FFNOnly seed 1337 were resumed from checkpoints that did not keep the "
                     "kernels of the processes before, so their records name the kernels of their last steps only "
-                    "(from step 4,900 and step 950 on, respectively): the earlier steps may have run on other kernels.")
+                    "(AttnOnly seed 1337 from step 4,900 and FFNOnly seed 1337 from step 950): the earlier steps may "
+                    "have run on other kernels.")
+    # each step beside its own run, whatever order the records come in
+    text = platforms.trained_on(records(("ffn_only", 1337, {**AMX, "resumed_from_step": 4950}),
+                                        ("ffn_only", 42, {**AMX, "resumed_from_step": 2000})))
+    assert "(FFNOnly seed 1337 from step 4,950 and FFNOnly seed 42 from step 2,000)" in text
+    same = platforms.trained_on(records(("full", 1, {**AMX, "resumed_from_step": 900}),
+                                        ("full", 2, {**AMX, "resumed_from_step": 900})))
+    assert "their last steps only (from step 900 on): " in same
     whole = {**AMX, "resumed_from_step": 950, "processes": [{**AMX, "from_step": 0}, {**AMX, "from_step": 950}]}
     assert platforms.trained_on(records(("full", 1337, whole))) == (
         "Full seed 1337 trained on one CPU core with AVX-512 kernels and the AMX matrix units.")  # every step named
@@ -116,3 +124,29 @@ def test_a_run_whose_processes_ran_on_different_kernels_is_said_to_reproduce_on_
     assert text.endswith("only on kernels of its own kind.")
     alone = platforms.trained_on(records(("full", 1, mixed)))
     assert alone.startswith("Full seed 1 trained in processes on kernels of different kinds (from step 0 on ")
+
+
+def test_kinds_of_kernels_differ_where_both_provenances_say_so_and_a_silent_one_sets_nothing_apart():
+    from residual_lib.storage.provenance import kernels_differ
+
+    assert not kernels_differ([AMX, {**AMX, "device_name": "x86_64"}, {**AMX, "device_name": "AMD EPYC"}])
+    assert kernels_differ([{**AMX, "device_name": "Intel Xeon"}, {**AMX, "device_name": "AMD EPYC"}])
+    assert kernels_differ([AMX, NO_AMX]) and not kernels_differ([AMX, {**AMX, "amx": None}])
+    assert not kernels_differ([{**AMX, "precision": "fp32"}, {**NO_AMX, "precision": "fp32"}])  # AMX runs no fp32
+    assert kernels_differ([AMX, {**AMX, "mkl_enable_instructions": "AVX2"}])  # a limit on MKL: other kernels
+    avx2 = {"device": "cpu", "cpu_capability": "AVX2", "precision": "fp32"}  # the pin and an AVX2 machine: one kind
+    assert not kernels_differ([avx2, {**avx2, "mkl_enable_instructions": "AVX2", "onednn_max_cpu_isa": "AVX2"}])
+    gpu = {"device": "cuda", "device_name": "NVIDIA H100"}
+    assert kernels_differ([gpu, {**gpu, "device_name": "NVIDIA H200"}]) and kernels_differ([gpu, AMX])
+    assert not kernels_differ([gpu, {"device": "cuda"}, {}])
+
+
+def test_a_mixed_run_names_each_span_of_one_platform_once(records):
+    steps = [{**AMX, "from_step": 0}, {**AMX, "from_step": 300}, {**NO_AMX, "from_step": 900}]
+    text = platforms.trained_on(records(("full", 1, {**NO_AMX, "resumed_from_step": 900, "processes": steps})))
+    assert text == ("Full seed 1 trained in processes on kernels of different kinds (from step 0 on one CPU core with "
+                    "AVX-512 kernels and the AMX matrix units; from step 900 on one CPU core with AVX-512 kernels and no "
+                    "AMX matrix units), so it reproduces bit for bit on no single platform.")  # its own, no closing line
+    unknown = [{**AMX, "from_step": 0, "device_name": "x86_64"}, {**AMX, "from_step": 300, "device_name": "AMD EPYC"}]
+    text = platforms.trained_on(records(("full", 2, {**AMX, "device_name": "AMD EPYC", "processes": unknown})))
+    assert text == "Full seed 2 trained on one CPU core of an AMD EPYC with AVX-512 kernels and the AMX matrix units."

@@ -12,39 +12,13 @@ import pandas as pd
 
 from ..core.text import in_words, listing
 from .names import display_name
+from ..storage.provenance import kernels_differ, named_model
 from ..storage.records import read_record
 
 #: torch's names of its CPU kernel sets (``torch.backends.cpu.get_cpu_capability()``), as prose.
 ISA_NAMES = {"AVX512": "AVX-512", "AVX2": "AVX2", "DEFAULT": "portable (non-vector)"}
-#: Names a CPU record gives as its device where it does not name the processor's model.
-ARCHITECTURES = {"x86_64", "amd64", "i386", "i686", "aarch64", "arm64", "arm", "cpu"}
 #: What a record that names no device is said to have trained on.
 UNRECORDED = "a device its record does not name"
-
-
-def _kernels(provenance: dict) -> tuple | None:
-    """What decides a run's last bits besides its key: the GPU, or the CPU's kernels and model
-    (None where the record does not say)."""
-    if str(provenance.get("device") or "").startswith("cuda"):
-        return "cuda", provenance.get("device_name")
-    if not provenance.get("cpu_capability"):
-        return None
-    bf16 = "bf16" in str(provenance.get("precision", ""))
-    return provenance["cpu_capability"], provenance.get("amx") if bf16 else None, _model(provenance)
-
-
-def _kernels_differ(provenance: list[dict]) -> bool:
-    """Whether the records say that some of them ran on kernels of another kind: another GPU,
-    instruction set or AMX use, or another CPU model where both records name theirs (a record
-    that names none may have run on either)."""
-    kinds = [k for k in map(_kernels, provenance) if k is not None]
-    return len({k[:2] for k in kinds}) > 1 or len({k[2] for k in kinds if k[2] is not None}) > 1
-
-
-def _model(provenance: dict) -> str | None:
-    """The CPU's model a record names (older records name only the architecture: None)."""
-    model = str(provenance.get("device_name") or "")
-    return model if model and model.lower() not in ARCHITECTURES else None
 
 
 def platform(provenance: dict) -> str:
@@ -59,7 +33,7 @@ def platform(provenance: dict) -> str:
         return f"one {provenance.get('device_name') or 'GPU'}"
     threads = provenance.get("cpu_threads")
     cores = "one CPU core" if threads == 1 else (f"{in_words(threads)} CPU threads" if threads else "the CPU")
-    model = _model(provenance)
+    model = named_model(provenance)
     if model:
         cores += f" of an {model}" if model[:1].upper() in "AEIOU" else f" of a {model}"
     capability = provenance.get("cpu_capability")
@@ -82,22 +56,30 @@ def _from_step(provenance: dict) -> int:
 
 
 def _history_notes(records: pd.DataFrame, provenance: list[dict]) -> str:
-    """Sentences on the runs whose processes did not all run on the kernels their record's
-    top-level provenance names, or whose earlier processes no record names; none otherwise."""
+    """Sentences on the runs whose processes did not all run on kernels of one kind, and on those
+    whose earlier processes no record names; none otherwise."""
     notes = []
     unnamed = [(i, _from_step(p)) for i, p in zip(records.index, provenance) if _from_step(p) > 0]
     if unnamed:
         one = len(unnamed) == 1
-        steps = listing([f"step {step:,}" for _, step in unnamed]) + (" on" if one else " on, respectively")
+        steps = {step for _, step in unnamed}
+        if len(steps) == 1:
+            since = f"from step {next(iter(steps)):,} on"
+        else:  # each run with its own step, named as the sentence's subject names it
+            since = listing([f"{_runs(records.loc[[i]])} from step {step:,}" for i, step in unnamed])
         notes.append(f"{_runs(records.loc[[i for i, _ in unnamed]])} {'was' if one else 'were'} resumed from "
                      "checkpoints that did not keep the kernels of the processes before, so "
                      f"{'its record names the kernels of its' if one else 'their records name the kernels of their'}"
-                     f" last steps only (from {steps}): the earlier steps may have run on other kernels.")
+                     f" last steps only ({since}): the earlier steps may have run on other kernels.")
     for i, prov in zip(records.index, provenance):
-        processes = prov.get("processes") or []
-        if len({_kernels(p) for p in processes}) > 1:
-            spans = "; ".join(f"from step {int(p.get('from_step') or 0):,} on {platform(p)}" for p in processes)
-            notes.append(f"{_runs(records.loc[[i]])} trained in processes on kernels of different kinds ({spans}), "
+        if _mixed(prov):
+            spans = []  # consecutive processes on the same platform read as one span
+            for process in prov["processes"]:
+                place = platform(process)
+                if not spans or spans[-1][1] != place:
+                    spans.append((int(process.get("from_step") or 0), place))
+            listed = "; ".join(f"from step {step:,} on {place}" for step, place in spans)
+            notes.append(f"{_runs(records.loc[[i]])} trained in processes on kernels of different kinds ({listed}), "
                          "so it reproduces bit for bit on no single platform.")
     return " ".join(notes)
 
@@ -113,7 +95,7 @@ def _runs(runs: pd.DataFrame) -> str:
 
 def _mixed(provenance: dict) -> bool:
     """Whether a record's processes ran on kernels of more than one kind."""
-    return len({_kernels(p) for p in provenance.get("processes") or []}) > 1
+    return kernels_differ(provenance.get("processes") or [])
 
 
 def trained_on(records: pd.DataFrame) -> str:
@@ -136,8 +118,9 @@ def trained_on(records: pd.DataFrame) -> str:
     else:  # one platform, and other runs on several
         said = [f"{_runs(records.loc[plain])} trained on {where.iloc[0]}."] if plain else []
     said.append(_history_notes(records, provenance))
-    every = [q for p in provenance for q in (p.get("processes") or [p])]
-    if _kernels_differ(every):
+    # runs that differ from each other (a run that differs within itself has said so already)
+    if kernels_differ([p for i, p in zip(records.index, provenance) if i in plain]) or (
+            plain and len(plain) < len(records) and kernels_differ([q for p in provenance for q in p.get("processes") or [p]])):
         said.append("Kernels of different kinds sum in different orders, so a run reproduces bit for bit only on "
                     "kernels of its own kind.")
     return " ".join(filter(None, said))

@@ -107,6 +107,43 @@ def process_platform(prov: dict, from_step: int) -> dict:
     return {"from_step": from_step, **{name: prov.get(name) for name in PLATFORM_FIELDS}}
 
 
+#: Names a CPU record gives as its device where it does not name the processor's model.
+ARCHITECTURES = {"x86_64", "amd64", "i386", "i686", "aarch64", "arm64", "arm", "cpu"}
+
+
+def named_model(prov: dict) -> str | None:
+    """The processor's or GPU's model a provenance names; None where it names only the
+    architecture (older CPU records: ``x86_64``) or nothing."""
+    model = str(prov.get("device_name") or "")
+    return model if model and model.lower() not in ARCHITECTURES else None
+
+
+def kernel_kind(prov: dict) -> tuple | None:
+    """What decides a run's last bits besides its key and code, as far as a provenance (a
+    record's, or one of its ``processes``) says: a GPU, or the CPU's instruction set with the MKL
+    and oneDNN limits in force (none for AVX2, whose native and pinned kernels are one kind) and,
+    for bf16, whether AMX ran its matrix multiplies. None where it does not say. The model
+    (:func:`named_model`) is left out: :func:`kernels_differ` compares it only where named."""
+    if str(prov.get("device") or "").startswith("cuda"):
+        return ("cuda",)
+    capability = prov.get("cpu_capability")
+    if not capability:
+        return None
+    limits = () if capability == "AVX2" else (prov.get("mkl_enable_instructions"), prov.get("onednn_max_cpu_isa"))
+    amx = prov.get("amx") if "bf16" in str(prov.get("precision", "")) else None
+    return ("cpu", capability, *limits, amx)
+
+
+def kernels_differ(provenances: list[dict]) -> bool:
+    """Whether these provenances name kernels of different kinds (:func:`kernel_kind`), or
+    different models where both name theirs. One that is silent on something (its kernels, AMX
+    for a bf16 run, its model) may have run on either and sets nothing apart."""
+    kinds = [(kind, named_model(p)) for p in provenances if (kind := kernel_kind(p)) is not None]
+    bases = {kind[:-1] if kind[0] == "cpu" else kind for kind, _ in kinds}
+    amx = {kind[-1] for kind, _ in kinds if kind[0] == "cpu" and kind[-1] is not None}
+    return len(bases) > 1 or len(amx) > 1 or len({model for _, model in kinds if model}) > 1
+
+
 def provenance(device: str, deterministic: bool) -> dict:
     """Where and how a run was made, without host names or user names."""
     sha, dirty = code_version()

@@ -284,7 +284,10 @@ def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | 
                 fragile_cells: set | None = None):
     """The box that opens a chapter (an IPython ``HTML`` object): the verdict of each of
     ``claims`` at the page's profile with what the records show, each linking to its block on
-    the scorecard page, and one line on what the page shows (its runs and seeds per profile). ``records`` are the page's, as :func:`residual_lib.pages.notebook.notebook_records`
+    the scorecard page, and one line on what the page shows (its runs and seeds per profile, the
+    page's own profile first, then by model size). A claim judged alike at every profile it is
+    shown at takes one line naming them; where its verdicts differ, each line names its profile.
+    ``records`` are the page's, as :func:`residual_lib.pages.notebook.notebook_records`
     returns them: their ``attrs`` name the profile and the results folder. A verdict among
     ``fragile_cells`` (``(claim, profile)`` pairs; by default those of the scorecard built for the
     page's profile, :func:`.sensitivity.sensitivity`) is marked fragile, as the scorecard's grid marks it."""

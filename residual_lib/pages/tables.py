@@ -101,13 +101,18 @@ def _intervals(frame: pd.DataFrame, decimals: int) -> pd.DataFrame:
     return frame
 
 
+def _floats(column: pd.Series) -> pd.Series:
+    """A column's finite floating-point numbers (none for a column of integers or text)."""
+    values = pd.to_numeric(column, errors="coerce")
+    return values[np.isfinite(values)] if pd.api.types.is_float_dtype(values) else values.iloc[0:0]
+
+
 def _spans(column: pd.Series, decimals: int = 3) -> bool:
     """Whether a column holds a quantity that spans orders of magnitude (gradient norms,
     p-values): no value negative, some positive and below what its ``decimals`` show (a zero
     among them is a norm that is exactly 0). Such a column writes its small values in
     scientific notation, as the sentences do; any other writes them as 0.000."""
-    values = pd.to_numeric(column, errors="coerce")
-    values = values[np.isfinite(values)] if pd.api.types.is_float_dtype(values) else values.iloc[0:0]
+    values = _floats(column)
     small = (values > 0) & (values < 0.5 * 10 ** -decimals)
     return bool(len(values)) and bool((values >= 0).all()) and bool(small.any())
 
@@ -119,8 +124,7 @@ P_COLUMNS = {"p_value", "p"}
 def _all_tiny(column: pd.Series, decimals: int) -> bool:
     """Whether every number of a column lies below what ``decimals`` (two or more) fixed places
     show with two significant digits (0.01 at three): a column of block-0 gradient norms, say."""
-    values = pd.to_numeric(column, errors="coerce")
-    values = values[np.isfinite(values)] if pd.api.types.is_float_dtype(values) else values.iloc[0:0]
+    values = _floats(column)
     return decimals >= 2 and bool(len(values)) and bool((values.abs() < 10 ** -(decimals - 1)).all())
 
 

@@ -39,10 +39,10 @@ GRID_LABELS = {
 
 
 def ours_text(ours: str) -> str:
-    """A rule's "ours" as the book shows it: the variants by their prose names, and no
-    " ± —" where a mean rests on one seed (its spread is undefined, and the seed count is
-    stated beside it)."""
-    return prose_names(str(ours)).replace(" ± —", "")
+    """A rule's "ours" as the book shows it: the variants by their prose names, no " ± —"
+    where a mean rests on one seed (its spread is undefined, and the seed count is stated
+    beside it), and "holds in its one seed" for "holds in 1 of 1 seed"."""
+    return re.sub(r"\bin 1 of 1 seed\b", "in its one seed", prose_names(str(ours)).replace(" ± —", ""))
 
 
 def verdict_slug(verdict: str) -> str:

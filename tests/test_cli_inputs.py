@@ -112,3 +112,23 @@ def test_a_summary_with_no_controlled_run_says_so_and_names_the_flag_that_lists_
     (tmp_path / "cpu" / controlled.name).write_bytes(controlled.read_bytes())
     assert main(["summary", str(tmp_path)]) == 0
     assert capsys.readouterr().out.splitlines()[-1].endswith("(1 controlled run shown)")  # not "1 controlled runs"
+
+
+def test_verify_checks_every_record_for_a_run_resumed_on_other_kernels_before_retraining_any(capsys, tmp_path,
+                                                                                           monkeypatch):
+    import residual_lib.training.verify as verify_module
+
+    committed = Path(__file__).resolve().parents[1] / "results" / "cpu"
+    (tmp_path / "cpu").mkdir()
+    first, mixed = (tmp_path / "cpu" / next(committed.glob(f"{v}_seed1337_*.json")).name for v in ("full", "attn_only"))
+    for copy in (first, mixed):
+        copy.write_bytes((committed / copy.name).read_bytes())
+    read = verify_module.read_record
+    amx = {"device": "cpu", "cpu_capability": "AVX512", "precision": "bf16 autocast"}
+    processes = [{**amx, "amx": True, "from_step": 0}, {**amx, "amx": False, "from_step": 950}]
+    monkeypatch.setattr(verify_module, "read_record", lambda path: {**read(path), "provenance": {
+        **read(path)["provenance"], "processes": processes}} if Path(path) == mixed else read(path))
+    monkeypatch.setattr("residual_lib.__main__.verify_record", lambda *a, **k: pytest.fail("retrained"))
+    line = refused(capsys, "verify", str(first), str(mixed))
+    assert line.startswith(f"python -m residual_lib: error: {mixed.name}: its run was resumed on kernels of another kind")
+    assert line.endswith("train it afresh into another results folder and compare")

@@ -304,6 +304,7 @@ def test_a_record_whose_processes_ran_on_different_kernels_is_refused_by_verify_
                       [h100, {**h100, "device_name": "NVIDIA H200"}],  # a GPU of another model, on a cuda record
                       [{**bf16, "amx": True}, h100]):
         prov = {**processes[-1], "processes": processes}
-        monkeypatch.setattr(verify_module, "rerunnable", lambda path: ({"provenance": prov}, None))
-        with pytest.raises(RunError, match=r"resumed on kernels of another kind partway .*: train it afresh into"):
-            verify_record("a-record.json")
+        monkeypatch.setattr(verify_module, "read_record", lambda path: {"provenance": prov})
+        with pytest.raises(RunError, match=r"^mixed\.json: its run was resumed on kernels of another kind partway .*: "
+                                           r"train it afresh into another results folder and compare$"):
+            verify_record("results/x/mixed.json")

@@ -120,8 +120,10 @@ def test_a_run_whose_processes_ran_on_different_kernels_is_said_to_reproduce_on_
     assert text.startswith("AttnOnly seed 1337 trained on one CPU core with AVX-512 kernels and no AMX matrix units. "
                            "FFNOnly seed 1337 trained in processes on kernels of different kinds (from step 0 on one CPU core "
                            "with AVX-512 kernels and the AMX matrix units; from step 950 on one CPU core with AVX-512 kernels "
-                           "and no AMX matrix units), so it reproduces bit for bit on no single platform. ")
-    assert text.endswith("only on kernels of its own kind.")
+                           "and no AMX matrix units), so it reproduces bit for bit on no single platform.")
+    assert "only on kernels of its own kind" not in text  # one run on one kind: nothing between runs to say
+    both = platforms.trained_on(records(("ffn_only", 1337, mixed), ("attn_only", 1337, NO_AMX), ("full", 1, AMX)))
+    assert both.endswith("only on kernels of its own kind.")  # two runs, each on one kind, and the kinds differ
     alone = platforms.trained_on(records(("full", 1, mixed)))
     assert alone.startswith("Full seed 1 trained in processes on kernels of different kinds (from step 0 on ")
 
@@ -150,3 +152,22 @@ def test_a_mixed_run_names_each_span_of_one_platform_once(records):
     unknown = [{**AMX, "from_step": 0, "device_name": "x86_64"}, {**AMX, "from_step": 300, "device_name": "AMD EPYC"}]
     text = platforms.trained_on(records(("full", 2, {**AMX, "device_name": "AMD EPYC", "processes": unknown})))
     assert text == "Full seed 2 trained on one CPU core of an AMD EPYC with AVX-512 kernels and the AMX matrix units."
+
+
+def test_limits_on_mkl_and_onednn_are_named_where_they_set_kernels_apart(records):
+    limited = {**AMX, "mkl_enable_instructions": "AVX512", "onednn_max_cpu_isa": "AVX512_CORE"}
+    assert platforms.platform(limited) == ("one CPU core with AVX-512 kernels and the AMX matrix units under "
+                                           "MKL_ENABLE_INSTRUCTIONS=AVX512 and ONEDNN_MAX_CPU_ISA=AVX512_CORE")
+    pinned = {"device": "cpu", "cpu_threads": 1, "cpu_capability": "AVX2", "precision": "fp32",
+              "mkl_enable_instructions": "AVX2", "onednn_max_cpu_isa": "AVX2"}
+    assert platforms.platform(pinned) == "one CPU core with AVX2 kernels"  # the pin's own settings
+    text = platforms.trained_on(records(("full", 1, AMX), ("full", 2, limited)))
+    assert "under MKL_ENABLE_INSTRUCTIONS=AVX512" in text and text.endswith("only on kernels of its own kind.")
+
+
+def test_a_span_of_one_kind_is_named_by_the_process_that_names_its_model(records):
+    steps = [{**AMX, "from_step": 0, "device_name": "x86_64"}, {**AMX, "from_step": 300, "device_name": "AMD EPYC"},
+             {**NO_AMX, "from_step": 900}]
+    text = platforms.trained_on(records(("full", 1, {**NO_AMX, "processes": steps})))
+    assert "(from step 0 on one CPU core of an AMD EPYC with AVX-512 kernels and the AMX matrix units; from step 900 " \
+           "on one CPU core with AVX-512 kernels and no AMX matrix units)" in text

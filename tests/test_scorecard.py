@@ -668,7 +668,7 @@ def test_a_mean_over_one_seed_is_shown_without_a_spread(tmp_path):
     for shown in (box, block):
         assert "FFNOnly 3.350, floor" in shown and "± —" not in shown
     assert scorecard.ours_text("ffn_only 3.340 ± 0.010, floor 3.347") == "FFNOnly 3.340 ± 0.010, floor 3.347"
-    assert scorecard.ours_text("gap 1.827; holds in 1 of 1 seed") == "gap 1.827; holds in its one seed"
+    assert scorecard.ours_text("gap 1.827; holds in 1 of 1 seed") == "gap 1.827; holds in the one seed"
     assert scorecard.ours_text("holds in 1 of 12 seeds") == "holds in 1 of 12 seeds"
     # a box that shows a claim not yet run says what the mark means; one without such a claim does not
     assert "<em>Not run at this scale</em> marks a claim whose runs" not in box

@@ -42,6 +42,11 @@ def platform(provenance: dict) -> str:
     text = f"{cores} with {ISA_NAMES.get(capability, capability)} kernels"
     if "bf16" in str(provenance.get("precision", "")) and provenance.get("amx") is not None:
         text += " and the AMX matrix units" if provenance["amx"] else " and no AMX matrix units"
+    limits = [f"{name}={provenance[field]}" for field, name in (("mkl_enable_instructions", "MKL_ENABLE_INSTRUCTIONS"),
+                                                              ("onednn_max_cpu_isa", "ONEDNN_MAX_CPU_ISA"))
+              if provenance.get(field)]
+    if limits and capability != "AVX2":  # the AVX2 pin sets them, and its kernels are named already
+        text += f" under {listing(limits)}"
     return text
 
 
@@ -73,12 +78,14 @@ def _history_notes(records: pd.DataFrame, provenance: list[dict]) -> str:
                      f" last steps only ({since}): the earlier steps may have run on other kernels.")
     for i, prov in zip(records.index, provenance):
         if _mixed(prov):
-            spans = []  # consecutive processes on the same platform read as one span
+            spans = []  # consecutive processes on kernels of one kind read as one span, named as fully as any does
             for process in prov["processes"]:
-                place = platform(process)
-                if not spans or spans[-1][1] != place:
-                    spans.append((int(process.get("from_step") or 0), place))
-            listed = "; ".join(f"from step {step:,} on {place}" for step, place in spans)
+                if spans and not kernels_differ([spans[-1][1], process]):
+                    if named_model(process) and not named_model(spans[-1][1]):
+                        spans[-1][1] = process
+                    continue
+                spans.append([int(process.get("from_step") or 0), process])
+            listed = "; ".join(f"from step {step:,} on {platform(process)}" for step, process in spans)
             notes.append(f"{_runs(records.loc[[i]])} trained in processes on kernels of different kinds ({listed}), "
                          "so it reproduces bit for bit on no single platform.")
     return " ".join(notes)
@@ -102,8 +109,8 @@ def trained_on(records: pd.DataFrame) -> str:
     """Where ``records`` trained, as a sentence: one clause when every record names the same
     device and kernels, else one clause per platform naming its runs; a run whose processes ran
     on different kernels gets a sentence of its own, as do runs whose earliest steps no record
-    names the kernels of; where the kernels differ, a last sentence says what that means for
-    their bits."""
+    names the kernels of; where runs that each trained on one kind of kernels differ in it, a
+    last sentence says what that means for their bits."""
     if not len(records):
         return ""
     provenance = [read_record(path).get("provenance") or {} for path in records.path]
@@ -118,9 +125,9 @@ def trained_on(records: pd.DataFrame) -> str:
     else:  # one platform, and other runs on several
         said = [f"{_runs(records.loc[plain])} trained on {where.iloc[0]}."] if plain else []
     said.append(_history_notes(records, provenance))
-    # runs that differ from each other (a run that differs within itself has said so already)
-    if kernels_differ([p for i, p in zip(records.index, provenance) if i in plain]) or (
-            plain and len(plain) < len(records) and kernels_differ([q for p in provenance for q in p.get("processes") or [p]])):
+    # runs on one kind of kernels each, whose kinds differ from each other's (a run that differs
+    # within itself has said so already, and reproduces on no kernels at all)
+    if kernels_differ([q for i, p in zip(records.index, provenance) if i in plain for q in p.get("processes") or [p]]):
         said.append("Kernels of different kinds sum in different orders, so a run reproduces bit for bit only on "
                     "kernels of its own kind.")
     return " ".join(filter(None, said))

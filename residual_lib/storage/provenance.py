@@ -118,30 +118,28 @@ def named_model(prov: dict) -> str | None:
     return model if model and model.lower() not in ARCHITECTURES else None
 
 
-def kernel_kind(prov: dict) -> tuple | None:
+def kernel_kind(prov: dict) -> dict:
     """What decides a run's last bits besides its key and code, as far as a provenance (a
-    record's, or one of its ``processes``) says: a GPU, or the CPU's instruction set with the MKL
-    and oneDNN limits in force (none for AVX2, whose native and pinned kernels are one kind) and,
-    for bf16, whether AMX ran its matrix multiplies. None where it does not say. The model
-    (:func:`named_model`) is left out: :func:`kernels_differ` compares it only where named."""
-    if str(prov.get("device") or "").startswith("cuda"):
-        return ("cuda",)
-    capability = prov.get("cpu_capability")
-    if not capability:
-        return None
-    limits = () if capability == "AVX2" else (prov.get("mkl_enable_instructions"), prov.get("onednn_max_cpu_isa"))
-    amx = prov.get("amx") if "bf16" in str(prov.get("precision", "")) else None
-    return ("cpu", capability, *limits, amx)
+    record's, or one of its ``processes``) says, field by field: the device (``cuda`` or
+    ``cpu``), the CPU's instruction set with the MKL and oneDNN limits in force (none for AVX2,
+    whose native and pinned kernels are one kind), for bf16 whether AMX ran its matrix
+    multiplies, and the GPU's or CPU's model (:func:`named_model`). A field the provenance is
+    silent on is None."""
+    device = str(prov.get("device") or "")
+    kind = "cuda" if device.startswith("cuda") else "cpu" if device or prov.get("cpu_capability") else None
+    capability = prov.get("cpu_capability") if kind == "cpu" else None
+    limits = () if capability in (None, "AVX2") else (prov.get("mkl_enable_instructions"), prov.get("onednn_max_cpu_isa"))
+    bf16 = kind == "cpu" and "bf16" in str(prov.get("precision", ""))
+    return {"device": kind, "kernels": (capability, *limits) if capability else None,
+            "amx": prov.get("amx") if bf16 else None, "model": named_model(prov)}
 
 
 def kernels_differ(provenances: list[dict]) -> bool:
-    """Whether these provenances name kernels of different kinds (:func:`kernel_kind`), or
-    different models where both name theirs. One that is silent on something (its kernels, AMX
-    for a bf16 run, its model) may have run on either and sets nothing apart."""
-    kinds = [(kind, named_model(p)) for p in provenances if (kind := kernel_kind(p)) is not None]
-    bases = {kind[:-1] if kind[0] == "cpu" else kind for kind, _ in kinds}
-    amx = {kind[-1] for kind, _ in kinds if kind[0] == "cpu" and kind[-1] is not None}
-    return len(bases) > 1 or len(amx) > 1 or len({model for _, model in kinds if model}) > 1
+    """Whether these provenances name kernels of different kinds: two that name a field of
+    :func:`kernel_kind` name different values of it. One that is silent on a field (AMX for a
+    bf16 run, its model) may have run on either and sets nothing apart there."""
+    kinds = [kernel_kind(p) for p in provenances]
+    return any(len({k[field] for k in kinds if k[field] is not None}) > 1 for field in ("device", "kernels", "amx", "model"))
 
 
 def provenance(device: str, deterministic: bool) -> dict:

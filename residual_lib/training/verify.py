@@ -118,8 +118,12 @@ def compare(recorded: dict, rerun: dict) -> tuple[list[str], list[str], dict | N
 def rerunnable(path: str | os.PathLike) -> tuple[dict, Run]:
     """The record at ``path`` and the run that made it, as this code builds it. Raises
     :class:`RecordError` for a file that is not a valid record and :class:`RunError` for a
-    record whose configuration this code maps to another key (its profile's fields changed)."""
+    record whose configuration this code maps to another key (its profile's fields changed), or
+    whose run was resumed on kernels of another kind partway, which no one machine reproduces."""
     recorded = read_record(path)
+    if kernels_differ((recorded.get("provenance") or {}).get("processes") or []):  # as the book reads them (pages.platforms)
+        raise RunError(f"{Path(path).name}: its run was resumed on kernels of another kind partway (provenance.processes), "
+                       "so no one machine reproduces its bits: train it afresh into another results folder and compare")
     spec = Run.from_record(recorded)
     if spec.key != recorded["key"]:
         raise RunError(f"{Path(path).name}: this code maps the record's configuration to key {spec.key}, not "
@@ -194,9 +198,6 @@ def verify_record(path: str | os.PathLike, scratch_dir: str | os.PathLike | None
     path = Path(path)
     recorded, spec = rerunnable(path)
     prov = recorded["provenance"]
-    if kernels_differ(prov.get("processes") or []):  # as the book reads them (residual_lib.pages.platforms)
-        raise RunError("the record's run was resumed on kernels of another kind partway (provenance.processes), so no "
-                       "one machine reproduces its bits: train it afresh into another results folder and compare")
     device = resolve_device(device or prov.get("device") or "cpu")
     if device == "cpu":
         env = isa_environment(prov)

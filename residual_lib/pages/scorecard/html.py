@@ -41,8 +41,8 @@ GRID_LABELS = {
 def ours_text(ours: str) -> str:
     """A rule's "ours" as the book shows it: the variants by their prose names, no " ± —"
     where a mean rests on one seed (its spread is undefined, and the seed count is stated
-    beside it), and "holds in its one seed" for "holds in 1 of 1 seed"."""
-    return re.sub(r"\bin 1 of 1 seed\b", "in its one seed", prose_names(str(ours)).replace(" ± —", ""))
+    beside it), and "in the one seed" for "in 1 of 1 seed" ("holds in the one seed")."""
+    return re.sub(r"\bin 1 of 1 seed\b", "in the one seed", prose_names(str(ours)).replace(" ± —", ""))
 
 
 def verdict_slug(verdict: str) -> str:
@@ -285,8 +285,8 @@ def verdict_box(claims: list[str], records: pd.DataFrame, table: pd.DataFrame | 
     """The box that opens a chapter (an IPython ``HTML`` object): the verdict of each of
     ``claims`` at the page's profile with what the records show, each linking to its block on
     the scorecard page, and one line on what the page shows (its runs and seeds per profile, the
-    page's own profile first, then by model size). A claim judged alike at every profile it is
-    shown at takes one line naming them; where its verdicts differ, each line names its profile.
+    page's own profile first, then by model size). A claim whose verdict and text are the same
+    at every profile it is shown at takes one line naming them; otherwise each line names its profile.
     ``records`` are the page's, as :func:`residual_lib.pages.notebook.notebook_records`
     returns them: their ``attrs`` name the profile and the results folder. A verdict among
     ``fragile_cells`` (``(claim, profile)`` pairs; by default those of the scorecard built for the

@@ -147,7 +147,8 @@ top = scaling.top_rung_text(records, rungs, scorecard.FLOOR_TOL)
 seed_note = ladder.seed_note(records, every_run, scorecard.FLOOR_TOL)
 glue("ladder_top_finding", Prose(top))  # Markdown here, inline HTML in the intro
 glue("ladder_trend_summary", Prose(ladder.trend_summary(trend)))
-said = [*findings.values(), top, *([seed_note] if seed_note else [])]
+notes = (seed_note, ladder.anchor_note(records))
+said = [*findings.values(), top, *(note for note in notes if note)]
 Markdown(ladder.bullet_list(said))
 
 # %% [markdown]

@@ -98,6 +98,28 @@ def test_seed_note_reads_a_rung_at_every_seed_its_profile_has():
     assert ladder.seed_note(ladder_runs.head(0), every_run, 0.05) == ""
 
 
+def test_anchor_note_names_a_no_residual_run_further_below_the_floor_than_an_input_blind_model():
+    def run(profile, n_params, seed, loss, variant="no_residual"):
+        return {"profile": profile, "n_params": n_params, "variant": variant, "seed": seed, "final_val_loss": loss,
+                "eval_floor": FLOOR, "eval_mode": "fixed"}
+    at_floor = [run("ladder-0.1m", 120_000, s, FLOOR + 0.001 * s) for s in (1, 2)]
+    below = run("ladder-0.3m", 320_000, 3, FLOOR - 0.024)
+    blind = {"ladder-0.1m": 0.01, "ladder-0.3m": 0.01}.get
+    note = ladder.anchor_note(pd.DataFrame([*at_floor, below, run("ladder-0.3m", 320_000, 3, FLOOR - 0.5, "ffn_only")]),
+                              lambda profile, mode: blind(profile))
+    assert note == ("NoResidual, the model the floor stands for, ends within 0.002 nats of the floor in every other run,"
+                    " but seed 3 at 0.32M ends 0.024 nats below it, further than the 0.010 a model that ignores its"
+                    " input can reach: without either residual a model can still use its input, if little.")
+    # a run within the line is at the floor, however close to the line
+    inside = ladder.anchor_note(pd.DataFrame([*at_floor, run("ladder-0.3m", 320_000, 3, FLOOR - 0.0099)]),
+                                lambda profile, mode: 0.01)
+    assert inside == "NoResidual, the model the floor stands for, ends within 0.010 nats of the floor in every run of the ladder."
+    every = ladder.anchor_note(pd.DataFrame([below]), lambda profile, mode: 0.01)
+    assert every.startswith("NoResidual, the model the floor stands for, leaves the floor in every run of the ladder: seed 3")
+    assert ladder.anchor_note(pd.DataFrame([run("cpu", 1, 1, FLOOR, "ffn_only")]), lambda p, m: 0.01) == ""
+    assert ladder.anchor_note(pd.DataFrame()) == ""
+
+
 def test_missing_runs_lists_one_label_per_row():
     absent = [Run("ladder-3m", "full", 1337), Run("ladder-10m", "ffn_only", 42)]
     assert ladder.missing_runs(absent).to_dict("list") == {"run": ["ladder-3m Full seed 1337",

@@ -8,7 +8,7 @@ import pandas as pd
 from ...run.architecture import CENTRAL_VARIANTS
 from ...run.profiles import PAPER_SCALE, get_profile
 from ...study import scaling
-from ...study.frames import usable
+from ...study.frames import profile_input_blind_line, usable
 from ...study.sections import controlled
 from .. import scorecard
 from ..names import display_name
@@ -107,6 +107,27 @@ def seed_note(records: pd.DataFrame, every_run: pd.DataFrame, floor_tol: float) 
                      " the ladder's point there says more about which seeds it reads than about the size.")
         notes.append(text)
     return " ".join(notes)
+
+
+def anchor_note(records: pd.DataFrame, blind=profile_input_blind_line) -> str:
+    """NoResidual, the model the floor stands for, over the ladder's runs: how close to the floor it
+    ends, and which runs end further below it than a model that ignores its input can
+    (``blind(profile, eval_mode)``, nats), as a sentence; empty without NoResidual records."""
+    runs = records[records.variant == "no_residual"] if len(records) else records
+    if not len(runs):
+        return ""
+    runs = runs.assign(gap=runs.final_val_loss - runs.eval_floor,
+                       line=[blind(r.profile, r.eval_mode) for r in runs.itertuples()]).sort_values(["n_params", "seed"])
+    off, rest = runs[runs.gap < -runs.line], runs[runs.gap >= -runs.line]
+    subject = "NoResidual, the model the floor stands for,"
+    if off.empty:
+        return f"{subject} ends within {runs.gap.abs().max():.3f} nats of the floor in every run of the ladder."
+    where = listing(f"seed {int(r.seed)} at {scaling.size_text(r.n_params)} ends {abs(r.gap):.3f} nats below it"
+                    for r in off.itertuples())
+    text = (f"{subject} ends within {rest.gap.abs().max():.3f} nats of the floor in every other run, but " if len(rest)
+            else f"{subject} leaves the floor in every run of the ladder: ")
+    return (f"{text}{where}, further than the {off.line.max():.3f} a model that ignores its input can reach: "
+            "without either residual a model can still use its input, if little.")
 
 
 def loss_summary(records: pd.DataFrame) -> pd.DataFrame:

@@ -638,6 +638,31 @@ def test_a_killed_run_resumes_from_its_checkpoint_bitwise_identical(tmp_path, mo
     assert not partial.exists() and not group.exists() and recent.exists()
 
 
+def test_a_run_killed_after_an_evaluation_resumes_without_evaluating_that_step_again(tmp_path, monkeypatch):
+    from residual_lib.training.state import RunState
+
+    whole, saved = _whole_and_killed(tmp_path, monkeypatch, every=50, at=100)  # step 100 evaluated, then killed
+    assert read_checkpoint(saved[0])["runs"][0]["val_curve"]["step"] == [0, 50, 100]
+    evaluated, evaluate = [], RunState.record_eval
+    monkeypatch.setattr(RunState, "record_eval", lambda self, step, loss=None: (
+        evaluated.append(step), evaluate(self, step, loss))[1])
+    resumed, trained = obtain([Run("smoke", "attn_only", 8)], tmp_path / "killed", progress=False, checkpoint_every=50)[0]
+    assert trained and evaluated == [get_profile("smoke").max_iters]  # 100 not again; 150 is the final one
+    assert _bits(resumed) == _bits(whole)
+    # killed during step 100's evaluation: the checkpoint of step 100 lacks it (as older code's all
+    # did), so the resumed run evaluates step 100 first
+    with monkeypatch.context() as patch:
+        patch.setattr(RunState, "record_eval", lambda self, step, loss=None: (
+            (_ for _ in ()).throw(_Killed) if step == 100 else evaluate(self, step, loss)))
+        with pytest.raises(_Killed):
+            obtain([Run("smoke", "attn_only", 8)], tmp_path / "during", progress=False, checkpoint_every=50)
+    (saved,) = (tmp_path / "during" / "smoke" / ".checkpoints").glob("*.pt")
+    assert read_checkpoint(saved)["step"] == 100 and read_checkpoint(saved)["runs"][0]["val_curve"]["step"] == [0, 50]
+    evaluated.clear()
+    resumed, _ = obtain([Run("smoke", "attn_only", 8)], tmp_path / "during", progress=False, checkpoint_every=50)[0]
+    assert evaluated == [100, 150] and _bits(resumed) == _bits(whole)
+
+
 def test_a_run_killed_in_its_final_evaluations_resumes_after_its_last_step_bitwise_identical(tmp_path, monkeypatch):
     from residual_lib.training.state import RunState
 

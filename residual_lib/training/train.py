@@ -4,7 +4,9 @@ them).
 
 Checkpoints (:mod:`residual_lib.training.checkpoint`). Long runs (the paper profiles:
 :data:`residual_lib.training.checkpoint.CHECKPOINT_EVERY`; any run with ``checkpoint_every``) save their whole state every N
-steps, and once more after the last step, before the final evaluations (at ``paper-10m`` on
+steps, again after an evaluation at a step they were saved at, so that a resumed run does not
+evaluate that step a second time (one evaluation takes minutes at ``paper-10m`` on a CPU core),
+and once more after the last step, before the final evaluations (at ``paper-10m`` on
 one CPU core, the last evaluation, then the fixed batches and eight random draws again, ten
 passes over 200 batches, take about 90 minutes). A killed run started again resumes from its
 last checkpoint and ends bitwise identical to an uninterrupted one; the checkpoint is deleted
@@ -142,10 +144,18 @@ def train_group(
         def all_diverged() -> bool:
             return all(state.diverged_at is not None for state in states)
 
+        def evaluated(step: int) -> bool:
+            return all(state.val_curve["step"][-1:] == [step] for state in states if state.diverged_at is None)
+
         for step in range(first, profile.max_iters):
             check()  # a stop asked for is honoured at the next step, even one a finaliser swallowed
-            if step % profile.eval_interval == 0:
+            if step % profile.eval_interval == 0 and not evaluated(step):
                 evaluate(step)
+                if checkpoint is not None and step and step % checkpoint_every == 0:
+                    # the checkpoint of this step again, now holding its evaluation (minutes at paper
+                    # scale), so a run stopped before its next checkpoint resumes without redoing it
+                    save_checkpoint(checkpoint, step, states, trainer.optimizer, trainer.params, train_seconds,
+                                    time.perf_counter() - started)
             if all_diverged():
                 break
             stepped = saved = False

@@ -117,10 +117,18 @@ def _steps_axis(ax) -> None:
 
 def loss_curves(curve: pd.DataFrame, value: str = "loss", floor: float | None = None, title: str = "",
                 ylabel: str = "validation loss (nats)") -> plt.Figure:
-    """Loss against step per variant; with several seeds, the mean and a band of +- 1 std."""
+    """Loss against step per variant: the mean over its runs, and where it has several, each run's own
+    curve thin beneath it. Not a band of ± 1 std: when a variant's seeds split (FFNOnly's that leave
+    the floor and those that stay), a band would show a spread no run has."""
     fig, ax = plt.subplots(figsize=(WIDTH, 3.8))
-    sns.lineplot(data=curve, x="step", y=value, hue="variant", hue_order=variant_order(curve), palette=PALETTE,
-                 errorbar="sd", ax=ax)
+    order = variant_order(curve)
+    several = curve.groupby("variant")["key"].nunique() > 1 if len(curve) else pd.Series(dtype=bool)
+    if several.any():
+        sns.lineplot(data=curve[curve.variant.isin(several[several].index)], x="step", y=value, hue="variant",
+                     hue_order=order, palette=PALETTE, units="key", estimator=None, lw=0.7, alpha=0.4, legend=False,
+                     ax=ax)
+    sns.lineplot(data=curve, x="step", y=value, hue="variant", hue_order=order, palette=PALETTE, errorbar=None,
+                 lw=2, ax=ax)
     if floor is not None:
         ax.axhline(floor, color="black", ls="--", lw=1, label=f"floor {floor:.3f}")
         ax.legend()

@@ -17,8 +17,8 @@ FINAL_CAPTION = ("Final validation loss on the fixed batches, one point per seed
                  " line is the floor of those batches.")
 FINAL_ALT = ("Box and strip chart of final validation loss in nats for the four variants, one point per seed, with a"
              " dashed floor line.")
-CURVES_CAPTION = ("Validation loss on the fixed batches during training (mean over seeds, band ±1 std); the dashed line"
-                  " is the floor of those batches.")
+CURVES_CAPTION = ("Validation loss on the fixed batches during training: the mean over seeds (thick) and each seed's"
+                  " own curve (thin); the dashed line is the floor of those batches.")
 CURVES_ALT = ("Line chart of validation loss in nats against training step for the four variants, with a dashed floor"
               " line.")
 

@@ -50,7 +50,7 @@ def _seeds(runs: pd.DataFrame) -> str:
 def curves_caption(runs: pd.DataFrame) -> str:
     """The caption of the validation curves under random evaluation, naming the seeds drawn."""
     return ("Validation loss of the four variants under nanoGPT-style random evaluation, seed"
-            f" {_seeds(runs)} (the section's runs{'; the mean and a band of ±1 std' if runs.seed.nunique() > 1 else ''})."
+            f" {_seeds(runs)} (the section's runs{'; the mean over seeds thick, each seed thin' if runs.seed.nunique() > 1 else ''})."
             " The dashed"
             " line is the expected floor of random evaluation; FFNOnly and NoResidual lie on it, one over the other.")
 

@@ -881,6 +881,17 @@ def test_every_verdict_is_two_clicks_from_its_evidence(built_book):
             assert f'scorecard.html#{scorecard.claim_anchor(claim)}"' in box, (claim, page)
 
 
+def test_alpha_tt_is_set_with_a_subscript_in_text_but_not_in_code_attributes_or_the_title():
+    from residual_lib.pages.sphinxext import set_subscripts
+
+    page = ('<html><head><title>α_tt</title></head><body><p title="α_tt">mean α_tt <code>x.α_tt</code></p>'
+            '<pre>α_tt <span>α_tt</span></pre><a href="#c">Routing: AttnOnly learns α_tt ≈ 1</a><br/></body></html>')
+    assert set_subscripts(page) == (
+        '<html><head><title>α_tt</title></head><body><p title="α_tt">mean α<sub>tt</sub> <code>x.α_tt</code></p>'
+        '<pre>α_tt <span>α_tt</span></pre><a href="#c">Routing: AttnOnly learns α<sub>tt</sub> ≈ 1</a><br/></body></html>')
+    assert set_subscripts("<body><p>no such name</p></body>") == "<body><p>no such name</p></body>"
+
+
 def test_icons_are_drawn_into_the_page_from_the_themes_own_bundle(built_book):
     """No page loads the 1.5 MB Font Awesome bundle or leaves an <i> icon for it to draw (whose
     web fonts the theme's CSS would then fetch): each icon is an SVG path of that bundle."""

@@ -235,7 +235,7 @@ def alpha_heatmap(matrix: np.ndarray, title: str = "") -> plt.Figure:
     """Attention diagonal mass alpha_tt, layers x heads."""
     fig, ax = plt.subplots(figsize=(min(WIDTH, 1.6 + 1.0 * matrix.shape[1]), 1.2 + 0.7 * matrix.shape[0]))
     sns.heatmap(matrix, vmin=0, vmax=1, annot=True, fmt=".2f", cmap="magma",
-                cbar_kws={"label": "α_tt (attention on its own position)"}, ax=ax)
+                cbar_kws={"label": r"$\alpha_{tt}$ (attention on its own position)"}, ax=ax)
     ax.set(xlabel="head", ylabel="layer", title=title)
     fig.tight_layout()
     return fig

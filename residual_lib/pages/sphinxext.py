@@ -11,6 +11,10 @@
   speech-input user who says what they see does not reach it (WCAG 2.5.3, *Label in Name*).
   The summary is written here without that label: its name is its visible text, and a
   ``<details>`` already tells its open or closed state.
+- **Subscripts are set as subscripts.** The pages write attention's weight on a position's own
+  token as ``α_tt``, as the code names it; in a link's underline its underscore vanishes and it
+  reads "α tt". After the build, the text of every page's body sets it as α with a subscript tt
+  (:func:`set_subscripts`), leaving code, attributes and the page's title as written.
 - **Light pages, no console errors.** The theme loads the whole Font Awesome bundle (1.5 MB of
   JavaScript) for about fifteen icons: after the build, each page loads ``_static/icons.js``
   instead, which holds only the icons the pages use, read from that same bundle
@@ -188,6 +192,45 @@ def write_icons(app, exception) -> None:
             page.write_text(lighter, encoding="utf-8")
 
 
+#: Names the pages write with an underscore, and how their text sets them.
+SUBSCRIPTS = {"α_tt": "α<sub>tt</sub>"}
+#: Elements whose text is code or not text at all, left as written.
+_VERBATIM = ("pre", "code", "kbd", "samp", "script", "style", "textarea", "title")
+_TAG = re.compile(r"(<[^>]*>)")
+
+
+def set_subscripts(page: str) -> str:
+    """``page`` with every name of :data:`SUBSCRIPTS` in the text of its body set as written there:
+    not in a tag's attributes, in the head, or inside an element of :data:`_VERBATIM`."""
+    start = page.find("<body")
+    if start < 0 or not any(name in page[start:] for name in SUBSCRIPTS):
+        return page
+    parts, inside = _TAG.split(page[start:]), []
+    for i, part in enumerate(parts):
+        tag = re.match(r"<(/?)([A-Za-z0-9]+)", part) if i % 2 else None
+        if tag and tag.group(2).lower() in _VERBATIM and not part.endswith("/>"):
+            if tag.group(1):
+                inside = inside[:-1] if inside else inside
+            else:
+                inside.append(tag.group(2).lower())
+        elif not i % 2 and not inside:
+            for name, html in SUBSCRIPTS.items():
+                part = part.replace(name, html)
+            parts[i] = part
+    return page[:start] + "".join(parts)
+
+
+def write_subscripts(app, exception) -> None:
+    """``build-finished``: :func:`set_subscripts` on every page of the built book."""
+    if exception is not None or app.builder.format != "html":
+        return
+    for page in Path(app.outdir).rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        set_ = set_subscripts(text)
+        if set_ != text:
+            page.write_text(set_, encoding="utf-8")
+
+
 def setup(app):
     app.setup_extension("myst_nb")  # its node first, so that this visitor replaces its own
     from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput
@@ -196,4 +239,5 @@ def setup(app):
     app.connect("builder-inited", require_staged)
     app.connect("html-page-context", include_scripts_once, priority=100)
     app.connect("build-finished", write_icons)
+    app.connect("build-finished", write_subscripts)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

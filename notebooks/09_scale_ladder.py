@@ -147,7 +147,7 @@ top = scaling.top_rung_text(records, rungs, scorecard.FLOOR_TOL)
 seed_note = ladder.seed_note(records, every_run, scorecard.FLOOR_TOL)
 glue("ladder_top_finding", Prose(top))  # Markdown here, inline HTML in the intro
 glue("ladder_trend_summary", Prose(ladder.trend_summary(trend)))
-notes = (seed_note, ladder.anchor_note(records))
+notes = (seed_note, ladder.anchor_note(records, scorecard.FLOOR_TOL))
 said = [*findings.values(), top, *(note for note in notes if note)]
 Markdown(ladder.bullet_list(said))
 

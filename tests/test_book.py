@@ -881,6 +881,33 @@ def test_every_verdict_is_two_clicks_from_its_evidence(built_book):
             assert f'scorecard.html#{scorecard.claim_anchor(claim)}"' in box, (claim, page)
 
 
+def test_every_link_between_the_books_pages_lands_on_a_page_of_the_site(built_book):
+    from urllib.parse import unquote
+
+    broken = []
+    for page in built_book.rglob("*.html"):
+        if "_static" in page.relative_to(built_book).parts:
+            continue
+        for href in re.findall(r'<a\b[^>]*\bhref="([^"]*)"', page.read_text()):
+            target = unquote(href.split("#")[0].split("?")[0])
+            if target and not re.match(r"[a-z][a-z0-9+.-]*:", href) and not (page.parent / target).exists():
+                broken.append((str(page.relative_to(built_book)), href))
+    assert not broken
+
+
+def test_the_pages_markdown_links_name_a_built_page_as_every_page_can_reach_it():
+    """A link in Markdown a chapter's code writes is not resolved by the build (an output's
+    Markdown is not a source): it must name the built page, from the folder both page folders
+    sit beside, so that it lands from a chapter and from the introduction alike."""
+    root = Path(__file__).resolve().parents[1]
+    targets = [t for p in (root / "residual_lib" / "pages").rglob("*.py")
+               for t in re.findall(r"\]\(([^)\s]+)\)", p.read_text()) if not re.match(r"https?:|#|\{", t)]
+    assert targets  # the chapters do link to each other this way
+    for target in targets:
+        named = re.fullmatch(r"\.\./(book|notebooks)/([\w-]+)\.html(#[\w-]+)?", target)
+        assert named and any((root / named[1] / f"{named[2]}{ext}").is_file() for ext in (".py", ".md")), target
+
+
 def test_alpha_tt_is_set_with_a_subscript_in_text_but_not_in_code_attributes_or_the_title():
     from residual_lib.pages.sphinxext import set_subscripts
 
@@ -890,6 +917,12 @@ def test_alpha_tt_is_set_with_a_subscript_in_text_but_not_in_code_attributes_or_
         '<html><head><title>α_tt</title></head><body><p title="α_tt">mean α<sub>tt</sub> <code>x.α_tt</code></p>'
         '<pre>α_tt <span>α_tt</span></pre><a href="#c">Routing: AttnOnly learns α<sub>tt</sub> ≈ 1</a><br/></body></html>')
     assert set_subscripts("<body><p>no such name</p></body>") == "<body><p>no such name</p></body>"
+    # a comment, a ">" inside a quoted attribute, a script holding "<" and "</code>", a page without a body
+    tricky = ('<body><!-- after <body> α_tt --><a title="a > α_tt">α_tt</a><script>if (a<b) x = "</code> α_tt";'
+              '</script><p>α_tt</p></body>')
+    assert set_subscripts(tricky) == ('<body><!-- after <body> α_tt --><a title="a > α_tt">α<sub>tt</sub></a>'
+                                      '<script>if (a<b) x = "</code> α_tt";</script><p>α<sub>tt</sub></p></body>')
+    assert set_subscripts("<p>α_tt</p>") == "<p>α_tt</p>"
 
 
 def test_icons_are_drawn_into_the_page_from_the_themes_own_bundle(built_book):

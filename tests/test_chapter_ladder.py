@@ -99,25 +99,33 @@ def test_seed_note_reads_a_rung_at_every_seed_its_profile_has():
 
 
 def test_anchor_note_names_a_no_residual_run_further_below_the_floor_than_an_input_blind_model():
-    def run(profile, n_params, seed, loss, variant="no_residual"):
+    def run(profile, n_params, seed, loss, variant="no_residual", status="ok", mode="fixed"):
         return {"profile": profile, "n_params": n_params, "variant": variant, "seed": seed, "final_val_loss": loss,
-                "eval_floor": FLOOR, "eval_mode": "fixed"}
+                "eval_floor": FLOOR, "eval_mode": mode, "status": status}
     at_floor = [run("ladder-0.1m", 120_000, s, FLOOR + 0.001 * s) for s in (1, 2)]
     below = run("ladder-0.3m", 320_000, 3, FLOOR - 0.024)
-    blind = {"ladder-0.1m": 0.01, "ladder-0.3m": 0.01}.get
-    note = ladder.anchor_note(pd.DataFrame([*at_floor, below, run("ladder-0.3m", 320_000, 3, FLOOR - 0.5, "ffn_only")]),
-                              lambda profile, mode: blind(profile))
-    assert note == ("NoResidual, the model the floor stands for, ends within 0.002 nats of the floor in every other run,"
-                    " but seed 3 at 0.32M ends 0.024 nats below it, further than the 0.010 a model that ignores its"
-                    " input can reach: without either residual a model can still use its input, if little.")
-    # a run within the line is at the floor, however close to the line
-    inside = ladder.anchor_note(pd.DataFrame([*at_floor, run("ladder-0.3m", 320_000, 3, FLOOR - 0.0099)]),
-                                lambda profile, mode: 0.01)
-    assert inside == "NoResidual, the model the floor stands for, ends within 0.010 nats of the floor in every run of the ladder."
-    every = ladder.anchor_note(pd.DataFrame([below]), lambda profile, mode: 0.01)
-    assert every.startswith("NoResidual, the model the floor stands for, leaves the floor in every run of the ladder: seed 3")
-    assert ladder.anchor_note(pd.DataFrame([run("cpu", 1, 1, FLOOR, "ffn_only")]), lambda p, m: 0.01) == ""
-    assert ladder.anchor_note(pd.DataFrame()) == ""
+    diverged = run("ladder-3m", 3_200_000, 4, float("nan"), status="diverged")
+    line = {("ladder-0.1m", "fixed"): 0.0102, ("ladder-0.3m", "fixed"): 0.0102, ("ladder-0.3m", "random"): 0.009}
+    note = ladder.anchor_note(pd.DataFrame([*at_floor, below, diverged, run("ladder-0.3m", 320_000, 3, FLOOR - 0.5,
+                                                                           "ffn_only")]),
+                              0.05, lambda profile, mode: line[profile, mode])
+    assert note == ("NoResidual ends within 0.002 nats of the floor in its 2 other runs, but seed 3 at 0.32M ends 0.024"
+                    " nats below it: still within the 0.05 nats counted as at the floor, yet further below it than a"
+                    " model that ignores its input can reach (0.010 nats, [chapter 10](../notebooks/10_ffn_escape.html)). Without either"
+                    " residual, a model can still use its input, if little.")
+    # a run within the line is at the floor, however close to the line; a diverged run is no run here
+    inside = ladder.anchor_note(pd.DataFrame([*at_floor, run("ladder-0.3m", 320_000, 3, FLOOR - 0.0099), diverged]),
+                                0.05, lambda profile, mode: 0.01)
+    assert inside == "NoResidual ends within 0.010 nats of the floor in all its 3 runs."
+    # past the tolerance too, and each run against its own line where the lines differ
+    far = run("ladder-0.3m", 320_000, 5, FLOOR - 0.08, mode="random")
+    both = ladder.anchor_note(pd.DataFrame([below, far]), 0.05, lambda profile, mode: line[profile, mode])
+    assert both.startswith("In each of its runs NoResidual ends below the floor: seed 3 at 0.32M ends 0.024 nats below"
+                           " it (its line: 0.010 nats) and seed 5 at 0.32M ends 0.080 nats below it (its line: 0.009"
+                           " nats): further below it than a model that ignores its input can reach ([chapter 10]")
+    assert ladder.anchor_note(pd.DataFrame([run("cpu", 1, 1, FLOOR, "ffn_only")]), 0.05, lambda p, m: 0.01) == ""
+    assert ladder.anchor_note(pd.DataFrame([diverged]), 0.05, lambda p, m: 0.01) == ""
+    assert ladder.anchor_note(pd.DataFrame(), 0.05) == ""
 
 
 def test_missing_runs_lists_one_label_per_row():

@@ -177,7 +177,7 @@ def test_the_chapter_reads_the_smoke_records(smoke_results):
     assert ("It rounds to 0.000 in none of AttnOnly's, all of FFNOnly's and over 99% of NoResidual's logged steps, "
             "where the paper reports 0.000 throughout.") in chapter.layer0_text(shares)
     assert ("The summary is not consistent about where the paper measured AttnOnly's 0.000: its sections 4 and 8 "
-            "place it in the nanoGPT runs, in which AttnOnly had collapsed ([chapter 4](04_joint_collapse)), while its"
+            "place it in the nanoGPT runs, in which AttnOnly had collapsed ([chapter 4](../notebooks/04_joint_collapse.html)), while its"
             " section 7 sets it beside the sweep in which AttnOnly recovers") in chapter.layer0_text(shares)
     attn = records.variant == "attn_only"
     learned = records.assign(final_val_loss=records.final_val_loss.where(~attn, records.eval_floor - 1.0))

@@ -607,16 +607,18 @@ def _kill_at(monkeypatch, module, name, step_to_die):
     monkeypatch.setattr(module, name, dying)
 
 
-def _whole_and_killed(tmp_path: Path, monkeypatch, every: int, at: int) -> tuple[Path, list[Path]]:
+def _whole_and_killed(tmp_path: Path, monkeypatch, every: int, at: int, eval_mode: str = "fixed"
+                      ) -> tuple[Path, list[Path]]:
     """A smoke run trained whole, and the same run checkpointed every ``every`` steps and
     killed at step ``at`` under ``tmp_path/killed``: the whole record and the checkpoints left."""
     import residual_lib.training.train as train_module
 
-    whole, _ = obtain([Run("smoke", "attn_only", 8)], tmp_path / "whole", progress=False, checkpoint_every=every)[0]
+    run = Run("smoke", "attn_only", 8, eval_mode=eval_mode)
+    whole, _ = obtain([run], tmp_path / "whole", progress=False, checkpoint_every=every)[0]
     with monkeypatch.context() as patch:
         _kill_at(patch, train_module, "take_step", at)
         with pytest.raises(_Killed):
-            obtain([Run("smoke", "attn_only", 8)], tmp_path / "killed", progress=False, checkpoint_every=every)[0]
+            obtain([run], tmp_path / "killed", progress=False, checkpoint_every=every)[0]
     return whole, list((tmp_path / "killed" / "smoke" / ".checkpoints").glob("*.pt"))
 
 
@@ -638,28 +640,67 @@ def test_a_killed_run_resumes_from_its_checkpoint_bitwise_identical(tmp_path, mo
     assert not partial.exists() and not group.exists() and recent.exists()
 
 
-def test_a_run_killed_after_an_evaluation_resumes_without_evaluating_that_step_again(tmp_path, monkeypatch):
+@pytest.mark.parametrize("eval_mode", ["fixed", "random"])
+def test_a_run_killed_after_an_evaluation_resumes_without_evaluating_that_step_again(tmp_path, monkeypatch, eval_mode):
     from residual_lib.training.state import RunState
 
-    whole, saved = _whole_and_killed(tmp_path, monkeypatch, every=50, at=100)  # step 100 evaluated, then killed
+    # step 100 evaluated, then killed (random evaluation: the validation batches' generator as it is after it)
+    whole, saved = _whole_and_killed(tmp_path, monkeypatch, every=50, at=100, eval_mode=eval_mode)
     assert read_checkpoint(saved[0])["runs"][0]["val_curve"]["step"] == [0, 50, 100]
     evaluated, evaluate = [], RunState.record_eval
     monkeypatch.setattr(RunState, "record_eval", lambda self, step, loss=None: (
         evaluated.append(step), evaluate(self, step, loss))[1])
-    resumed, trained = obtain([Run("smoke", "attn_only", 8)], tmp_path / "killed", progress=False, checkpoint_every=50)[0]
+    run = Run("smoke", "attn_only", 8, eval_mode=eval_mode)
+    resumed, trained = obtain([run], tmp_path / "killed", progress=False, checkpoint_every=50)[0]
     assert trained and evaluated == [get_profile("smoke").max_iters]  # 100 not again; 150 is the final one
     assert _bits(resumed) == _bits(whole)
-    # killed during step 100's evaluation: the checkpoint of step 100 lacks it (as older code's all
-    # did), so the resumed run evaluates step 100 first
+    # killed during step 100's evaluation: the checkpoint of step 100 does not hold it (nor did any
+    # that older code wrote), so the resumed run evaluates step 100 first, then saves it again
     with monkeypatch.context() as patch:
         patch.setattr(RunState, "record_eval", lambda self, step, loss=None: (
             (_ for _ in ()).throw(_Killed) if step == 100 else evaluate(self, step, loss)))
         with pytest.raises(_Killed):
-            obtain([Run("smoke", "attn_only", 8)], tmp_path / "during", progress=False, checkpoint_every=50)
+            obtain([run], tmp_path / "during", progress=False, checkpoint_every=50)
     (saved,) = (tmp_path / "during" / "smoke" / ".checkpoints").glob("*.pt")
     assert read_checkpoint(saved)["step"] == 100 and read_checkpoint(saved)["runs"][0]["val_curve"]["step"] == [0, 50]
     evaluated.clear()
-    resumed, _ = obtain([Run("smoke", "attn_only", 8)], tmp_path / "during", progress=False, checkpoint_every=50)[0]
+    with monkeypatch.context() as patch:
+        import residual_lib.training.train as train_module
+
+        _kill_at(patch, train_module, "take_step", 120)
+        with pytest.raises(_Killed):
+            obtain([run], tmp_path / "during", progress=False, checkpoint_every=50)
+    assert evaluated == [100] and read_checkpoint(saved)["runs"][0]["val_curve"]["step"] == [0, 50, 100]
+    resumed, _ = obtain([run], tmp_path / "during", progress=False, checkpoint_every=50)[0]
+    assert evaluated == [100, 150] and _bits(resumed) == _bits(whole)
+
+
+def test_a_checkpoint_a_stop_saved_at_an_evaluation_step_is_saved_again_with_it_when_resumed(tmp_path, monkeypatch):
+    """Stopped during step 49: the stop's checkpoint is step 50, an evaluation step but not one of
+    the every-30 checkpoints; the resumed run evaluates step 50 and saves that checkpoint again."""
+    from residual_lib.core.stop import sigterm_stops
+    from residual_lib.training.state import RunState
+
+    import residual_lib.training.train as train_module
+
+    run, original = Run("smoke", "attn_only", 8), train_module.take_step
+    whole, _ = obtain([run], tmp_path / "whole", progress=False, checkpoint_every=30)[0]
+    with monkeypatch.context() as patch:
+        patch.setattr(train_module, "take_step", lambda trainer, step, log: (
+            step == 49 and os.kill(os.getpid(), signal.SIGTERM), original(trainer, step, log))[1])
+        with pytest.raises(KeyboardInterrupt), sigterm_stops():
+            obtain([run], tmp_path / "stopped", progress=False, checkpoint_every=30)
+    (saved,) = (tmp_path / "stopped" / "smoke" / ".checkpoints").glob("*.pt")
+    assert read_checkpoint(saved)["step"] == 50 and read_checkpoint(saved)["runs"][0]["val_curve"]["step"] == [0]
+    with monkeypatch.context() as patch:
+        _kill_at(patch, train_module, "take_step", 55)
+        with pytest.raises(_Killed):
+            obtain([run], tmp_path / "stopped", progress=False, checkpoint_every=30)
+    assert read_checkpoint(saved)["step"] == 50 and read_checkpoint(saved)["runs"][0]["val_curve"]["step"] == [0, 50]
+    evaluated, evaluate = [], RunState.record_eval
+    monkeypatch.setattr(RunState, "record_eval", lambda self, step, loss=None: (
+        evaluated.append(step), evaluate(self, step, loss))[1])
+    resumed, _ = obtain([run], tmp_path / "stopped", progress=False, checkpoint_every=30)[0]
     assert evaluated == [100, 150] and _bits(resumed) == _bits(whole)
 
 

@@ -133,7 +133,7 @@ def test_amendments_made_after_a_records_code_was_committed_are_said_to_be_so(mo
             f"({amendments[2].date}) and before that run ended, so possibly while it was training; {those} came "
             "between the start the record gives and its end, while the run was certainly under way")
     assert said + ". Each change" in preregistration.statement(bracket)
-    assert said + ". The [scorecard](../book/scorecard) lists what each changed and why." in (
+    assert said + ". The [scorecard](../book/scorecard.html) lists what each changed and why." in (
         preregistration.statement(bracket, brief=True))  # its start is its own: nothing to point to
     # the amendments inside a record's span are said even where its code's commit is not in this history
     monkeypatch.setattr(preregistration, "commit_time", lambda sha: None)

@@ -194,37 +194,39 @@ def write_icons(app, exception) -> None:
 
 #: Names the pages write with an underscore, and how their text sets them.
 SUBSCRIPTS = {"α_tt": "α<sub>tt</sub>"}
-#: Elements whose text is code or not text at all, left as written.
-_VERBATIM = ("pre", "code", "kbd", "samp", "script", "style", "textarea", "title")
-_TAG = re.compile(r"(<[^>]*>)")
+#: What in a page's body is not text to set: a comment, an element whose content is code or not
+#: text at all (taken whole, up to its own end tag), and a tag (whose quoted attributes may hold ">").
+_NOT_TEXT = re.compile(r"<!--.*?-->|<(script|style|pre|code|kbd|samp|textarea|title)\b[^>]*>.*?</\1\s*>"
+                       r"""|<(?:[^>"']|"[^"]*"|'[^']*')*>""", re.S | re.I)
 
 
 def set_subscripts(page: str) -> str:
     """``page`` with every name of :data:`SUBSCRIPTS` in the text of its body set as written there:
-    not in a tag's attributes, in the head, or inside an element of :data:`_VERBATIM`."""
+    not in a comment, a tag's attributes, the head, or code (:data:`_NOT_TEXT`)."""
     start = page.find("<body")
     if start < 0 or not any(name in page[start:] for name in SUBSCRIPTS):
         return page
-    parts, inside = _TAG.split(page[start:]), []
-    for i, part in enumerate(parts):
-        tag = re.match(r"<(/?)([A-Za-z0-9]+)", part) if i % 2 else None
-        if tag and tag.group(2).lower() in _VERBATIM and not part.endswith("/>"):
-            if tag.group(1):
-                inside = inside[:-1] if inside else inside
-            else:
-                inside.append(tag.group(2).lower())
-        elif not i % 2 and not inside:
-            for name, html in SUBSCRIPTS.items():
-                part = part.replace(name, html)
-            parts[i] = part
-    return page[:start] + "".join(parts)
+    out, at = [page[:start]], start
+
+    def text(part: str) -> str:
+        for name, html in SUBSCRIPTS.items():
+            part = part.replace(name, html)
+        return part
+
+    for match in _NOT_TEXT.finditer(page, start):
+        out += [text(page[at:match.start()]), match.group(0)]
+        at = match.end()
+    return "".join(out) + text(page[at:])
 
 
 def write_subscripts(app, exception) -> None:
     """``build-finished``: :func:`set_subscripts` on every page of the built book."""
     if exception is not None or app.builder.format != "html":
         return
-    for page in Path(app.outdir).rglob("*.html"):
+    out = Path(app.outdir)
+    for page in out.rglob("*.html"):
+        if "_static" in page.relative_to(out).parts:
+            continue
         text = page.read_text(encoding="utf-8")
         set_ = set_subscripts(text)
         if set_ != text:

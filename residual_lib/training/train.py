@@ -151,9 +151,11 @@ def train_group(
             check()  # a stop asked for is honoured at the next step, even one a finaliser swallowed
             if step % profile.eval_interval == 0 and not evaluated(step):
                 evaluate(step)
-                if checkpoint is not None and step and step % checkpoint_every == 0:
-                    # the checkpoint of this step again, now holding its evaluation (minutes at paper
-                    # scale), so a run stopped before its next checkpoint resumes without redoing it
+                if (checkpoint is not None and step and (step == first or step % checkpoint_every == 0)
+                        and not all_diverged()):
+                    # the checkpoint of this step (a regular one, or the one a stop saved) again, now
+                    # holding its evaluation (minutes at paper scale), so a run stopped before its
+                    # next checkpoint resumes without redoing it
                     save_checkpoint(checkpoint, step, states, trainer.optimizer, trainer.params, train_seconds,
                                     time.perf_counter() - started)
             if all_diverged():

@@ -67,7 +67,7 @@ def question_text(every_run: pd.DataFrame, profile: str) -> str:
                      f"{'leaves' if len(late) == 1 else 'leave'} it at step {steps}")
     if clues:
         text += (", where a run can still be leaving the floor at its last step: " + "; ".join(clues)
-                 + " ([chapter 10](10_ffn_escape))")
+                 + " ([chapter 10](../notebooks/10_ffn_escape.html))")
     return (text + f". The paper's 10M runs, read as nanoGPT's schedule ({paper.max_iters:,} steps of "
             f"{paper.batch_size} × {paper.block_size} tokens; the summary does not give it), see "
             f"{token_count(paper.training_tokens)} tokens. So \"FFNOnly cannot learn\" and \"FFNOnly "

@@ -19,8 +19,8 @@ FINAL_ALT = ("Box and strip chart of final validation loss in nats for the four 
              " dashed floor line.")
 CURVES_CAPTION = ("Validation loss on the fixed batches during training: the mean over seeds (thick) and each seed's"
                   " own curve (thin); the dashed line is the floor of those batches.")
-CURVES_ALT = ("Line chart of validation loss in nats against training step for the four variants, with a dashed floor"
-              " line.")
+CURVES_ALT = ("Line chart of validation loss in nats against training step for the four variants: a thick mean line"
+              " per variant over thin lines for its seeds, with a dashed floor line.")
 
 
 def loss_summary(records: pd.DataFrame, floor: float) -> pd.DataFrame:

@@ -57,7 +57,8 @@ def curves_caption(runs: pd.DataFrame) -> str:
 
 #: The alt text of the validation curves under random evaluation.
 CURVES_ALT = ("Line chart of validation loss in nats against training step for full, attn_only, ffn_only and"
-              " no_residual, with a dashed horizontal floor line.")
+              " no_residual (with several seeds, a thick mean line over a thin line per seed), with a dashed"
+              " horizontal floor line.")
 
 
 def layer0_table(layer0: pd.DataFrame) -> pd.DataFrame:

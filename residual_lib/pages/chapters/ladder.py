@@ -109,25 +109,30 @@ def seed_note(records: pd.DataFrame, every_run: pd.DataFrame, floor_tol: float) 
     return " ".join(notes)
 
 
-def anchor_note(records: pd.DataFrame, blind=profile_input_blind_line) -> str:
-    """NoResidual, the model the floor stands for, over the ladder's runs: how close to the floor it
-    ends, and which runs end further below it than a model that ignores its input can
-    (``blind(profile, eval_mode)``, nats), as a sentence; empty without NoResidual records."""
-    runs = records[records.variant == "no_residual"] if len(records) else records
+def anchor_note(records: pd.DataFrame, floor_tol: float, blind=profile_input_blind_line) -> str:
+    """NoResidual over the ladder's runs that trained to the end: how close to the floor it ends,
+    and which runs end further below it than a model that ignores its input can (each run's own
+    ``blind(profile, eval_mode)``, nats; chapter 10 draws that line), as a sentence; ``floor_tol``
+    is how far from the floor the page still counts a run as at it. Empty without such runs."""
+    runs = usable(records[records.variant == "no_residual"]) if len(records) else records
+    runs = runs[runs.final_val_loss.notna()] if len(runs) else runs
     if not len(runs):
         return ""
     runs = runs.assign(gap=runs.final_val_loss - runs.eval_floor,
                        line=[blind(r.profile, r.eval_mode) for r in runs.itertuples()]).sort_values(["n_params", "seed"])
     off, rest = runs[runs.gap < -runs.line], runs[runs.gap >= -runs.line]
-    subject = "NoResidual, the model the floor stands for,"
     if off.empty:
-        return f"{subject} ends within {runs.gap.abs().max():.3f} nats of the floor in every run of the ladder."
+        return f"NoResidual ends within {runs.gap.abs().max():.3f} nats of the floor in all its {len(runs)} runs."
+    lines = {f"{x:.3f}" for x in off.line}
     where = listing(f"seed {int(r.seed)} at {scaling.size_text(r.n_params)} ends {abs(r.gap):.3f} nats below it"
-                    for r in off.itertuples())
-    text = (f"{subject} ends within {rest.gap.abs().max():.3f} nats of the floor in every other run, but " if len(rest)
-            else f"{subject} leaves the floor in every run of the ladder: ")
-    return (f"{text}{where}, further than the {off.line.max():.3f} a model that ignores its input can reach: "
-            "without either residual a model can still use its input, if little.")
+                    + ("" if len(lines) == 1 else f" (its line: {r.line:.3f} nats)") for r in off.itertuples())
+    head = (f"NoResidual ends within {rest.gap.abs().max():.3f} nats of the floor in its {len(rest)} other "
+            f"{plural('run', len(rest))}, but {where}" if len(rest) else f"In each of its runs NoResidual ends below the floor: {where}")
+    inside = (off.gap.abs() <= floor_tol).all()
+    line = f"{lines.pop()} nats, " if len(lines) == 1 else ""
+    return (f"{head}: {f'still within the {floor_tol:g} nats counted as at the floor, yet ' if inside else ''}"
+            f"further below it than a model that ignores its input can reach ({line}[chapter 10](../notebooks/10_ffn_escape.html)). "
+            "Without either residual, a model can still use its input, if little.")
 
 
 def loss_summary(records: pd.DataFrame) -> pd.DataFrame:

@@ -61,7 +61,7 @@ def layer0_text(table: pd.DataFrame, records: pd.DataFrame | None = None) -> str
         text += f" It rounds to 0.000 in {shares} logged steps, where the paper reports 0.000 throughout."
     if "AttnOnly" in partial:
         text += (" The summary is not consistent about where the paper measured AttnOnly's 0.000: its sections 4 and"
-                 " 8 place it in the nanoGPT runs, in which AttnOnly had collapsed ([chapter 4](04_joint_collapse)),"
+                 " 8 place it in the nanoGPT runs, in which AttnOnly had collapsed ([chapter 4](../notebooks/04_joint_collapse.html)),"
                  " while its section 7 sets it beside the sweep in which AttnOnly recovers, and builds the routing"
                  " proposal on recovery despite a starved block 0.")
         attn = records[records.variant == "attn_only"] if records is not None else ()

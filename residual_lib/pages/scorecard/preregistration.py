@@ -288,7 +288,7 @@ def statement(records: pd.DataFrame, brief: bool = False) -> str:
         when = (when if made == 1 else f"each {when}" if existed in (0, made) else
                 f"{in_words(existed)} of them after a `paper-10m` record existed")
         text += (f" The files were amended {times} since, {when}" + _while_training(s) +
-                 ". The [scorecard](../book/scorecard) lists what each changed and why" + _late_pointer(s) + ".")
+                 ". The [scorecard](../book/scorecard.html) lists what each changed and why" + _late_pointer(s) + ".")
     elif AMENDMENTS:
         times = {1: "once", 2: "twice"}.get(len(AMENDMENTS), f"{len(AMENDMENTS)} times")
         text += f" The files were amended {times} since{_while_training(s)}. Each change, oldest first:\n\n" + "\n".join(

@@ -241,3 +241,19 @@ def test_a_record_started_when_it_says_or_its_wall_time_before_it_finished():
     old = {"provenance": {"finished_at": "2026-12-05T01:00:00+00:00"}, "wall_seconds": 600.0}
     assert escapes.started(old) == pd.Timestamp("2026-12-05T00:50:00+00:00")
     assert pd.isna(escapes.started({"provenance": {}}))
+
+
+def test_each_panel_of_the_escape_curves_counts_the_runs_that_escape():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from residual_lib.pages import plots
+
+    rows = [{"condition": condition, "key": key, "escaped": escaped, "step": step, "loss": loss}
+            for condition, runs in (("cpu recipe", [(1, True), (2, False), (3, False)]), ("gain 2", [(4, True)]),
+                                    ("gain 0.5", [(5, False)]))
+            for key, escaped in runs
+            for step, loss in ((0, 4.0), (100, 3.33), (200, 3.2 if escaped else 3.33))]
+    fig = plots.escape_curves(pd.DataFrame(rows), 3.33, 0.05, ["cpu recipe", "gain 0.5", "gain 2"])
+    assert [[t.get_text() for t in ax.texts] for ax in fig.axes[:3]] == [
+        ["1 of 3 runs escape"], ["the one run stays"], ["the one run escapes"]]

@@ -291,6 +291,12 @@ def escape_curves(curve: pd.DataFrame, floor: float, tolerance: float, order: li
                     alpha=0.95 if escaped else 0.55)
         ax.axhspan(floor - tolerance, floor + tolerance, color="#dddddd", zorder=0)
         ax.axhline(floor, color="black", ls="--", lw=1)
+        # the runs on the floor lie one over the other: the count says how many there are
+        outcome = part.groupby("key")["escaped"].first().astype(bool)
+        said = (f"{outcome.sum()} of {len(outcome)} runs escape" if len(outcome) > 1
+                else f"the one run {'escapes' if outcome.all() else 'stays'}")
+        ax.text(0.97, 0.95, said, transform=ax.transAxes, ha="right", va="top", fontsize=10,
+                bbox=dict(boxstyle="square,pad=0.15", fc="white", ec="none"))
         # long condition names wrap, so that no title widens the figure beyond its design width
         ax.set(title=textwrap.fill(condition, 24), xlabel="training step", ylabel="val loss (nats)")
         ax.tick_params(labelbottom=True)  # every panel keeps its step axis

@@ -120,7 +120,7 @@ def label_curves(curve: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 
 #: The caption and alt text of the per-condition figure of :func:`label_curves`.
 CURVES_CAPTION = ("FFNOnly's validation loss on the fixed batches, every run, one panel per condition, coloured by"
-                  " whether the run escapes. The dashed line is the floor of those batches; the grey band,"
+                  " whether the run escapes; each panel counts its runs that escape. The dashed line is the floor of those batches; the grey band,"
                   f' ±{scorecard.FLOOR_TOL} nats around it, counts as "at the floor".')
 CURVES_ALT = ("Small multiple line charts, one per condition, of validation loss in nats against training step for"
               " each run, with a dashed floor line inside a grey band.")

@@ -250,10 +250,10 @@ def test_each_panel_of_the_escape_curves_counts_the_runs_that_escape():
     from residual_lib.pages import plots
 
     rows = [{"condition": condition, "key": key, "escaped": escaped, "step": step, "loss": loss}
-            for condition, runs in (("cpu recipe", [(1, True), (2, False), (3, False)]), ("gain 2", [(4, True)]),
-                                    ("gain 0.5", [(5, False)]))
+            for condition, runs in (("cpu recipe", [(1, True), (2, False), (3, True)]), ("gain 2", [(4, True)]),
+                                    ("gain 0.5", [(5, False)]), ("dropout 0.2", [(6, True), (7, False)]))
             for key, escaped in runs
             for step, loss in ((0, 4.0), (100, 3.33), (200, 3.2 if escaped else 3.33))]
-    fig = plots.escape_curves(pd.DataFrame(rows), 3.33, 0.05, ["cpu recipe", "gain 0.5", "gain 2"])
-    assert [[t.get_text() for t in ax.texts] for ax in fig.axes[:3]] == [
-        ["1 of 3 runs escape"], ["the one run stays"], ["the one run escapes"]]
+    fig = plots.escape_curves(pd.DataFrame(rows), 3.33, 0.05, ["cpu recipe", "gain 0.5", "gain 2", "dropout 0.2"])
+    assert [[t.get_text() for t in ax.texts] for ax in fig.axes[:4]] == [
+        ["2 of 3 runs escape"], ["the one run stays"], ["the one run escapes"], ["1 of 2 runs escapes"]]

@@ -293,7 +293,7 @@ def escape_curves(curve: pd.DataFrame, floor: float, tolerance: float, order: li
         ax.axhline(floor, color="black", ls="--", lw=1)
         # the runs on the floor lie one over the other: the count says how many there are
         outcome = part.groupby("key")["escaped"].first().astype(bool)
-        said = (f"{outcome.sum()} of {len(outcome)} runs escape" if len(outcome) > 1
+        said = (f"{outcome.sum()} of {len(outcome)} runs {'escapes' if outcome.sum() == 1 else 'escape'}" if len(outcome) > 1
                 else f"the one run {'escapes' if outcome.all() else 'stays'}")
         ax.text(0.97, 0.95, said, transform=ax.transAxes, ha="right", va="top", fontsize=10,
                 bbox=dict(boxstyle="square,pad=0.15", fc="white", ec="none"))

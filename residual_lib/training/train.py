@@ -5,7 +5,9 @@ them).
 Checkpoints (:mod:`residual_lib.training.checkpoint`). Long runs (the paper profiles:
 :data:`residual_lib.training.checkpoint.CHECKPOINT_EVERY`; any run with ``checkpoint_every``) save their whole state every N
 steps, again after an evaluation at a step they were saved at, so that a resumed run does not
-evaluate that step a second time (one evaluation takes minutes at ``paper-10m`` on a CPU core),
+evaluate that step a second time (one evaluation takes minutes at ``paper-10m`` on a CPU core; a
+save, seconds: the paper profiles, which evaluate at every checkpoint, write each one twice, and a
+stop during the evaluation keeps the first),
 and once more after the last step, before the final evaluations (at ``paper-10m`` on
 one CPU core, the last evaluation, then the fixed batches and eight random draws again, ten
 passes over 200 batches, take about 90 minutes). A killed run started again resumes from its

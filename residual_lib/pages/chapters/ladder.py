@@ -3,6 +3,8 @@ at one budget, as the tables and sentences ``notebooks/09_scale_ladder.py`` show
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from ...run.architecture import CENTRAL_VARIANTS
@@ -109,6 +111,11 @@ def seed_note(records: pd.DataFrame, every_run: pd.DataFrame, floor_tol: float) 
     return " ".join(notes)
 
 
+def _up(x: float) -> str:
+    """A bound as three decimals, rounded up so that it still bounds: 0.0014 -> 0.002."""
+    return f"{math.ceil(round(x * 1000, 9)) / 1000:.3f}"
+
+
 def anchor_note(records: pd.DataFrame, floor_tol: float, blind=profile_input_blind_line) -> str:
     """NoResidual over the ladder's runs that trained to the end: how close to the floor it ends,
     and which runs end further below it than a model that ignores its input can (each run's own
@@ -122,11 +129,11 @@ def anchor_note(records: pd.DataFrame, floor_tol: float, blind=profile_input_bli
                        line=[blind(r.profile, r.eval_mode) for r in runs.itertuples()]).sort_values(["n_params", "seed"])
     off, rest = runs[runs.gap < -runs.line], runs[runs.gap >= -runs.line]
     if off.empty:
-        return f"NoResidual ends within {runs.gap.abs().max():.3f} nats of the floor in all its {len(runs)} runs."
+        return f"NoResidual ends within {_up(runs.gap.abs().max())} nats of the floor in all its {len(runs)} runs."
     lines = {f"{x:.3f}" for x in off.line}
     where = listing(f"seed {int(r.seed)} at {scaling.size_text(r.n_params)} ends {abs(r.gap):.3f} nats below it"
                     + ("" if len(lines) == 1 else f" (its line: {r.line:.3f} nats)") for r in off.itertuples())
-    head = (f"NoResidual ends within {rest.gap.abs().max():.3f} nats of the floor in its {len(rest)} other "
+    head = (f"NoResidual ends within {_up(rest.gap.abs().max())} nats of the floor in its {len(rest)} other "
             f"{plural('run', len(rest))}, but {where}" if len(rest) else f"In each of its runs NoResidual ends below the floor: {where}")
     inside = (off.gap.abs() <= floor_tol).all()
     line = f"{lines.pop()} nats, " if len(lines) == 1 else ""

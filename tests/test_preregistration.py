@@ -94,6 +94,10 @@ def test_a_start_dated_after_the_fact_is_not_quoted_as_evidence(monkeypatch):
         "lists what each changed and why, and why the start its record gives is later than the true one.")
     assert preregistration.statement(frame, brief=True).endswith(
         "and why the start one of the records gives is later than the true one.")
+    assert preregistration._late_pointer({"late_dated": 2, "records": 4}) == (
+        ", and why two of the records give starts later than the true ones")
+    assert preregistration._late_pointer({"late_dated": 2, "records": 2}) == (
+        ", and why the records give starts later than the true ones")
     monkeypatch.setattr(preregistration, "descends", lambda commit, sha: False)  # old code, before the rules too
     s = preregistration.status(one)
     assert (s["holds"], s["unknown"], s["first_start"]) == (False, 1, None)  # its clock is no evidence of after

@@ -207,7 +207,7 @@ def _late_pointer(s: dict) -> str:
         return ", and why the start its record gives is later than the true one"
     if k == 1:
         return ", and why the start one of the records gives is later than the true one"
-    return f", and why the starts {'the' if k == n else f'{k} of the'} records give are later than the true ones"
+    return f", and why {'the' if k == n else f'{in_words(k)} of the'} records give starts later than the true ones"
 
 
 def _while_training(s: dict) -> str:

@@ -87,8 +87,10 @@ Markdown(
 #
 # Claims whose verdict at a profile waits for runs not yet recorded there. The paper's 124M
 # setting needs a GPU (`python -m residual_lib sweep --all --profile paper-124m --device cuda`);
-# its 10M setting, `paper-10m`, takes most of a day per run on a CPU, and its other verdicts
-# wait for the variants still to come ([chapter 12](../notebooks/12_paper_scale) lists them).
+# its 10M setting, `paper-10m`, takes most of a day per run on a CPU. Chapter 12 lists the runs
+# its central sweep still plans there ([chapter 12](../notebooks/12_paper_scale)); the other
+# claims below at `paper-10m` need runs of their own kind (random-batch evaluation, a runtime
+# gain, another mixer, repeats on non-deterministic kernels) that no sweep there plans yet.
 
 # %% tags=["hide-input"]
 waiting = rows[rows.verdict == "not run at this scale"]

@@ -98,8 +98,8 @@ def test_a_run_resumed_without_its_earlier_processes_kernels_says_which_steps_it
     text = platforms.trained_on(records(("attn_only", 1337, {**AMX, "resumed_from_step": 4900}),
                                         ("ffn_only", 1337, {**AMX, "processes": [{**AMX, "from_step": 950}]})))
     assert text == ("Each of the two runs trained on one CPU core with AVX-512 kernels and the AMX matrix units. "
-                    "AttnOnly seed 1337 and FFNOnly seed 1337 were resumed from checkpoints that did not keep the "
-                    "kernels of the processes before, so their records name the kernels of their last steps only "
+                    "Both runs were resumed from checkpoints that did not keep the "
+                    "kernels of earlier processes, so their records name the kernels of their last steps only "
                     "(AttnOnly seed 1337 from step 4,900 and FFNOnly seed 1337 from step 950): the earlier steps may "
                     "have run on other kernels.")
     # each step beside its own run, whatever order the records come in
@@ -109,6 +109,11 @@ def test_a_run_resumed_without_its_earlier_processes_kernels_says_which_steps_it
     same = platforms.trained_on(records(("full", 1, {**AMX, "resumed_from_step": 900}),
                                         ("full", 2, {**AMX, "resumed_from_step": 900})))
     assert "their last steps only (from step 900 on): " in same
+    three = platforms.trained_on(records(("full", 1, {**AMX, "resumed_from_step": 900}), ("full", 2, AMX),
+                                         ("full", 3, {**AMX, "resumed_from_step": 900})))
+    assert "Full seeds 1 and 3 were resumed" in three  # not all: each is named
+    three = platforms.trained_on(records(*[("full", s, {**AMX, "resumed_from_step": 900}) for s in (1, 2, 3)]))
+    assert "All three runs were resumed from checkpoints that did not keep the kernels of earlier processes" in three
     whole = {**AMX, "resumed_from_step": 950, "processes": [{**AMX, "from_step": 0}, {**AMX, "from_step": 950}]}
     assert platforms.trained_on(records(("full", 1337, whole))) == (
         "Full seed 1337 trained on one CPU core with AVX-512 kernels and the AMX matrix units.")  # every step named

@@ -72,8 +72,11 @@ def _history_notes(records: pd.DataFrame, provenance: list[dict]) -> str:
             since = f"from step {next(iter(steps)):,} on"
         else:  # each run with its own step, named as the sentence's subject names it
             since = listing([f"{_runs(records.loc[[i]])} from step {step:,}" for i, step in unnamed])
-        notes.append(f"{_runs(records.loc[[i for i, _ in unnamed]])} {'was' if one else 'were'} resumed from "
-                     "checkpoints that did not keep the kernels of the processes before, so "
+        every = not one and len(unnamed) == len(records)  # "All four runs", not each one named again
+        who = (("Both runs" if len(unnamed) == 2 else f"All {in_words(len(unnamed))} runs") if every
+               else _runs(records.loc[[i for i, _ in unnamed]]))
+        notes.append(f"{who} {'was' if one else 'were'} resumed from "
+                     "checkpoints that did not keep the kernels of earlier processes, so "
                      f"{'its record names the kernels of its' if one else 'their records name the kernels of their'}"
                      f" last steps only ({since}): the earlier steps may have run on other kernels.")
     for i, prov in zip(records.index, provenance):

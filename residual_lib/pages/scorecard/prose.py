@@ -8,7 +8,7 @@ from scipy import stats
 from ...run.profiles import BOOK_PROFILE, DROPOUT_TWIN, get_profile
 from ...study.frames import profile_input_blind_line, usable
 from ...study.sections import central_sweep, controlled
-from ...core.text import in_words, plural
+from ...core.text import in_words, listing, plural
 from . import limits
 from .claims import CLAIMS
 from .rule import PAPER_SCALE, VERDICTS, stand_ins
@@ -162,4 +162,39 @@ def stand_in_scope(stand_in: str = BOOK_PROFILE) -> str:
     if twin:
         text += (f" The central sweep is also judged at `{twin}`, the same model with the dropout "
                  f"({get_profile(twin).dropout:g}) of the recipe `paper-10m` follows.")
+    return text
+
+
+#: Cells of the grid that give no verdict to set beside another.
+_OPEN = {"not run at this scale", "not testable here"}
+
+
+def scale_shift(verdicts: pd.DataFrame, stand_in: str = BOOK_PROFILE, study: str = "paper-10m") -> str:
+    """What the paper's setting ``study`` changes on the verdict grid (:func:`.html.grid`): set
+    beside the stand-in's dropout twin where the grid has that column (the closer analogue,
+    :data:`DROPOUT_TWIN`), else beside the stand-in, which verdicts turn, which the stand-in
+    leaves inconclusive and ``study`` decides, and how many stay; nothing where ``study`` has no
+    column or no claim is judged at both."""
+    twin = DROPOUT_TWIN.get(stand_in)
+    base = twin if twin in verdicts.columns and verdicts[twin].notna().any() else stand_in
+    if study not in verdicts.columns or base not in verdicts.columns:
+        return ""
+    pairs = verdicts[[base, study]].dropna()
+    pairs = pairs[~pairs[base].isin(_OPEN) & ~pairs[study].isin(_OPEN)]
+    if not len(pairs):
+        return ""
+    decided = pairs[(pairs[base] == "inconclusive") & (pairs[study] != "inconclusive")]
+    turned = pairs[(pairs[base] != pairs[study]) & ~pairs.index.isin(decided.index)]
+    kept = len(pairs) - len(turned) - len(decided)
+    who = "the stand-in trained with the same dropout" if base == twin else "the stand-in"
+    text = (f"Set beside `{base}`, {who}, `{study}` gives the same verdict on {in_words(kept)} of the "
+            f"{in_words(len(pairs))} claims both judge.")
+    if len(turned):
+        text += (f" It turns {in_words(len(turned))}: " + listing(
+            f"*{title}* ({a} at `{base}`, {b} at `{study}`)" for title, (a, b) in turned.iterrows()) + ".")
+    if len(decided):
+        both = decided[study].nunique() == 1 and len(decided) > 1
+        text += (f" It decides {in_words(len(decided))} that `{base}` leaves inconclusive"
+                 + (f", {'both' if len(decided) == 2 else 'all'} {decided[study].iloc[0]}: " if both else ": ")
+                 + listing(f"*{title}*" + ("" if both else f" ({b})") for title, (_, b) in decided.iterrows()) + ".")
     return text

@@ -1,0 +1,36 @@
+"""The introduction's sentence on what the paper's setting changes on the verdict grid."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from residual_lib.pages import scorecard
+
+
+def _grid(**columns) -> pd.DataFrame:
+    return pd.DataFrame(columns, index=["A holds", "B holds", "C's ratio", "D", "E"])
+
+
+def test_the_shift_is_read_against_the_dropout_twin_and_names_what_turns():
+    grid = _grid(**{"cpu": ["reproduced", "not reproduced", "inconclusive", "reproduced", "not testable here"],
+                    "cpu-dropout": ["reproduced", "reproduced", "inconclusive", "reproduced", None],
+                    "paper-10m": ["reproduced", "not reproduced", "not reproduced", "not run at this scale",
+                                  "not testable here"]})
+    text = scorecard.scale_shift(grid, "cpu")
+    assert text == ("Set beside `cpu-dropout`, the stand-in trained with the same dropout, `paper-10m` gives the same "
+                    "verdict on one of the three claims both judge. It turns one: *B holds* (reproduced at "
+                    "`cpu-dropout`, not reproduced at `paper-10m`). It decides one that `cpu-dropout` leaves "
+                    "inconclusive: *C's ratio* (not reproduced).")
+    # without the twin's column it reads against the stand-in itself, where B agrees
+    alone = scorecard.scale_shift(grid.drop(columns="cpu-dropout"), "cpu")
+    assert alone.startswith("Set beside `cpu`, the stand-in, `paper-10m` gives the same verdict on two of the "
+                            "three claims") and "It turns" not in alone
+
+
+def test_decided_claims_of_one_verdict_are_said_once_and_nothing_is_said_without_the_column():
+    grid = _grid(**{"cpu": ["inconclusive", "inconclusive", "reproduced", "reproduced", None],
+                    "paper-10m": ["not reproduced", "not reproduced", "reproduced", "reproduced", None]})
+    assert scorecard.scale_shift(grid, "cpu").endswith(
+        "It decides two that `cpu` leaves inconclusive, both not reproduced: *A holds* and *B holds*.")
+    assert scorecard.scale_shift(grid.drop(columns="paper-10m"), "cpu") == ""
+    assert scorecard.scale_shift(grid.assign(**{"paper-10m": "not run at this scale"}), "cpu") == ""

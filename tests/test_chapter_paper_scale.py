@@ -76,8 +76,9 @@ def test_the_finding_reads_collapse_recovery_and_fulls_best_from_the_records():
                            "at 3.340, against a floor of 3.335.")
     # one sentence a variant, in the order of the opening's list
     assert text.split("3.335. ")[1] == (
-        "Full's best loss is 1.500, 0.030 above the best of 1.4697 that nanoGPT publishes for its `shakespeare_char` "
-        "run (biases aside, the same recipe); it overfits after its best, so its final loss lies 0.020 nats above it. "
+        "Full's best loss is 1.5000, 0.030 above the best of 1.4697 that nanoGPT publishes for its `shakespeare_char` "
+        "run, the recipe this setting follows; its validation loss then rises as it overfits, ending 0.020 nats above "
+        "its best. "
         "AttnOnly's one seed recovers, ending 0.030 above the paper's 1.580 (1.9% of it, within the 2% the "
         "scorecard counts as agreeing, but 10 times the 0.003 standard deviation of the paper's 8 seeds; its "
         "conclusion gives 1.600 ± 0.015 instead, from which this lies 0.7 standard deviations). "
@@ -93,10 +94,10 @@ def test_the_finding_reads_collapse_recovery_and_fulls_best_from_the_records():
     assert "ending 0.001 above the paper's 1.580" in chapter.finding(_frame(attn_only=1.5805), [])  # prints 1.581
     # nanoGPT's 1.4697 is compared as printed, with four decimals: 1.4663 is 0.0034 below it, not 1.470 - 1.466
     full = chapter.finding(_frame(full=1.7251).assign(best_val_loss=1.4663), [])
-    assert ("Full's best loss is 1.466, 0.003 below the best of 1.4697" in full
-            and "; it overfits after its best, so its final loss lies 0.259 nats above it." in full)
+    assert ("Full's best loss is 1.4663, 0.003 below the best of 1.4697" in full
+            and "; its validation loss then rises as it overfits, ending 0.259 nats above its best." in full)
     assert "overfits" not in chapter.finding(_frame(full=1.475).assign(best_val_loss=1.4697), [])
-    assert "1.470, level with the best of 1.4697" in chapter.finding(_frame(full=1.475).assign(best_val_loss=1.4697), [])
+    assert "1.4697, level with the best of 1.4697" in chapter.finding(_frame(full=1.475).assign(best_val_loss=1.4697), [])
     empty = chapter.finding(_frame().head(0), plan("12_paper_scale", "cpu"))
     assert empty == ("No `paper-10m` run is recorded yet: the 8 runs of the paper's own setting this chapter plans "
                      "are still to come.")
@@ -108,7 +109,12 @@ def test_one_run_is_named_and_the_runs_still_to_come_are_said_by_seed():
     text = chapter.finding(_frame(attn_only=1.522), planned[1:])
     assert "bf16), the one run recorded so far, AttnOnly seed 1337, ends at 1.522, against a floor of 3.335." in text
     assert text.endswith("Still to come: FFNOnly, Full and NoResidual at seed 1337, then AttnOnly and FFNOnly at "
-                         "seeds 42 and 123.")
+                         "seeds 42 and 123. They will join this chapter's table and the claims about one variant in "
+                         "every seed, but no comparison between variants: the scorecard compares variants only over "
+                         "the seeds at which every variant has a run, and Full and NoResidual are not planned at seeds "
+                         "42 and 123.")
+    # once every variant is planned (or recorded) at a seed, nothing is said
+    assert chapter.outside_sweep(_frame(attn_only=1.522), planned[1:4]) == ""
     assert chapter.still_to_come(planned[-1:]) == "FFNOnly at seed 123"
     assert chapter.still_to_come([planned[i] for i in (1, 4, 6)]) == \
         "FFNOnly at seed 1337, then AttnOnly at seeds 42 and 123"
@@ -159,12 +165,18 @@ def test_the_chapter_reads_the_smoke_records(smoke_results):
     table = chapter.comparison(records, stand_in, "smoke").set_index("variant")
     attn = records[records.variant == "attn_only"].sort_values("seed", ascending=False)  # 1337 first, then 42
     assert table.loc["AttnOnly", "seeds"] == len(attn) == 2
-    assert table.loc["AttnOnly", "final"] == f"{attn.final_val_loss.mean():.3f} ± {attn.final_val_loss.std():.3f}"
+    # no line break inside "mean ± std" in a cell
+    assert table.loc["AttnOnly", "final"] == f"{attn.final_val_loss.mean():.3f}\u00a0±\u00a0{attn.final_val_loss.std():.3f}"
     steps = [read_record(p)["best_step"] for p in attn.path]
     assert table.loc["AttnOnly", "best at step"] == f"{steps[0]:,} (seed 1337); {steps[1]:,} (seed 42)"
     assert table.loc["Full", "nanoGPT best"] == "1.4697" and table.loc["AttnOnly", "nanoGPT best"] == "—"
     full = stand_in[stand_in.variant == "full"].final_val_loss
-    assert table.loc["Full", "stand-in (smoke)"] == f"{full.mean():.3f} ± {full.std():.3f} (2 seeds)"
+    # every variant's stand-in has two seeds: said once, in the header
+    assert table.loc["Full", "stand-in (smoke, 2 seeds)"] == f"{full.mean():.3f}\u00a0±\u00a0{full.std():.3f}"
+    assert "≈\u00a0" in table.loc["Full", "the paper"]
+    uneven = chapter.comparison(records, stand_in[(stand_in.variant != "full") | (stand_in.seed == stand_in.seed.min())],
+                                "smoke").set_index("variant")  # Full's stand-in at one seed, the others at two
+    assert uneven.loc["Full", "stand-in (smoke)"].endswith("(1 seed)")
     curves = chapter.mean_curves(records, stand_in)
     assert set(curves.profile) == {"smoke-paper", "smoke"} and set(curves.variant) == set(CENTRAL_VARIANTS)
     assert curves[curves.profile == "smoke-paper"].tokens.max() == 200 * 16 * 32  # steps × batch × context
@@ -254,7 +266,7 @@ def test_one_run_that_does_not_overfit_is_said_as_one_and_the_cost_of_a_run_is_r
     assert chapter.overfit_text(crossed).endswith(
         "Full overfits: its validation loss is lowest at step 1,500 and rises after it. So AttnOnly ends below Full, "
         "1.522 against 1.609, although at their best Full is the lower by 0.040 nats: AttnOnly's lower final loss "
-        "comes from Full's overfitting, not from a better fit.")
+        "comes from Full's overfitting, not from AttnOnly learning more.")
     assert "So " not in chapter.overfit_text(crossed.assign(best_val_loss=[1.518, 1.530]))  # best in the same order
     # only a variant that overfits is said to, and only by a difference three decimals show
     slight = _frame(attn_only=1.52, full=1.5204, ffn_only=2.0).assign(

@@ -17,20 +17,27 @@ def test_the_shift_is_read_against_the_dropout_twin_and_names_what_turns():
                     "paper-10m": ["reproduced", "not reproduced", "not reproduced", "not run at this scale",
                                   "not testable here"]})
     text = scorecard.scale_shift(grid, "cpu")
-    assert text == ("Set beside `cpu-dropout`, the stand-in trained with the same dropout, `paper-10m` gives the same "
-                    "verdict on one of the three claims both judge. It turns one: *B holds* (reproduced at "
-                    "`cpu-dropout`, not reproduced at `paper-10m`). It decides one that `cpu-dropout` leaves "
-                    "inconclusive: *C's ratio* (not reproduced).")
+    assert text.startswith(
+        "Set beside `cpu-dropout`, the stand-in with `paper-10m`'s dropout of 0.2, `paper-10m` gives the same "
+        "verdict on one of the three claims both judge. It differs on one: *B holds* (reproduced at "
+        "`cpu-dropout`, not reproduced at `paper-10m`). It decides one that `cpu-dropout` leaves "
+        "inconclusive: *C's ratio* (not reproduced). At `paper-10m` some rules also hold a value")
     # without the twin's column it reads against the stand-in itself, where B agrees
     alone = scorecard.scale_shift(grid.drop(columns="cpu-dropout"), "cpu")
     assert alone.startswith("Set beside `cpu`, the stand-in, `paper-10m` gives the same verdict on two of the "
-                            "three claims") and "It turns" not in alone
+                            "three claims") and "It differs" not in alone
 
 
 def test_decided_claims_of_one_verdict_are_said_once_and_nothing_is_said_without_the_column():
     grid = _grid(**{"cpu": ["inconclusive", "inconclusive", "reproduced", "reproduced", None],
                     "paper-10m": ["not reproduced", "not reproduced", "reproduced", "reproduced", None]})
-    assert scorecard.scale_shift(grid, "cpu").endswith(
-        "It decides two that `cpu` leaves inconclusive, both not reproduced: *A holds* and *B holds*.")
+    assert scorecard.scale_shift(grid, "cpu").split(" At `paper-10m`", 1)[0].endswith(
+        "It decides two that `cpu` leaves inconclusive, neither reproduced: *A holds* and *B holds*.")
+    assert "gives the same verdict on all four claims both judge." in scorecard.scale_shift(
+        grid.assign(**{"paper-10m": grid["cpu"]}), "cpu")
+    # a verdict the stand-in gives and the paper's setting leaves open is not said to differ
+    opened = scorecard.scale_shift(grid.assign(**{"paper-10m": ["inconclusive"] * 4 + [None]}), "cpu")
+    assert "the same verdict on two of the four claims both judge. It leaves open two that `cpu` decides: " \
+           "*C's ratio* (reproduced at `cpu`) and *D* (reproduced at `cpu`)." in opened and "differs" not in opened
     assert scorecard.scale_shift(grid.drop(columns="paper-10m"), "cpu") == ""
     assert scorecard.scale_shift(grid.assign(**{"paper-10m": "not run at this scale"}), "cpu") == ""

@@ -241,3 +241,14 @@ def still_to_come(absent: list) -> str:
             groups.append((names, [seed]))
     return ", then ".join(f"{listing(names)} at {plural('seed', len(seeds))} {listing(seeds)}"
                           for names, seeds in groups)
+
+
+def narrow(table: pd.DataFrame, column: str) -> pd.DataFrame:
+    """``table`` with the stand-in's seed count in ``column``'s header where every row shares it,
+    and no line break inside "1.580 ± 0.003" or "≈ 1.48": a narrower table that wraps between values."""
+    seeds = table[column].str.extract(r" \((\d+) seeds?\)$")[0] if len(table) else pd.Series([None])
+    if seeds.notna().all() and seeds.nunique() == 1:
+        n = int(seeds.iloc[0])
+        table = table.assign(**{column: table[column].str.replace(r" \(\d+ seeds?\)$", "", regex=True)}).rename(
+            columns={column: f"{column[:-1]}, {n} {plural('seed', n)})"})
+    return table.replace({r" ([±÷]) ": "\u00a0\\1\u00a0", "≈ ": "≈\u00a0"}, regex=True)

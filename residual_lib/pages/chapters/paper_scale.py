@@ -18,8 +18,8 @@ from ...study import analysis, paper
 from .. import scorecard
 from ..names import display_name
 from ..plots import PALETTE, WIDTH
-from ..tables import listing, mean_std, missing_runs, plural, still_to_come  # noqa: F401 (the notebook's)
-from .paper_scale_setting import cost, recipe  # noqa: F401 (the notebook's)
+from ..tables import listing, mean_std, missing_runs, narrow, plural, still_to_come  # noqa: F401 (the notebook's)
+from .paper_scale_setting import cost, outside_sweep, recipe  # noqa: F401 (the notebook's)
 from .paper_scale_inside import (ALPHA_HEADERS, alpha, alpha_text, layer0, layer0_note,  # noqa: F401 (the notebook's)
                                  layer0_text, uniform_alpha)
 
@@ -148,7 +148,8 @@ def comparison(records: pd.DataFrame, stand_in: pd.DataFrame, stand_in_name: str
                                                  ).removesuffix(" with"),
                      "nanoGPT best": f"{NANOGPT_BEST}" if variant == "full" else "—",
                      f"stand-in ({stand_in_name})": mean_std(theirs, seeds=True) if len(theirs) else "—"})
-    return pd.DataFrame(rows)
+    return narrow(pd.DataFrame(rows), f"stand-in ({stand_in_name})")
+
 
 
 def _ffn_sentence(ffn: pd.DataFrame, values: pd.DataFrame) -> str:
@@ -251,9 +252,10 @@ def finding(records: pd.DataFrame, absent: list, study: str | None = "paper-10m"
         rise = means.loc["full", "final_val_loss"] - best
         gap = round(best - NANOGPT_BEST, 3)  # against nanoGPT's four decimals as they are, not rounded to three
         than = "level with" if not gap else f"{abs(gap):.3f} {'above' if gap > 0 else 'below'}"
-        said.append(f"Full's best loss is {best:.3f}, {than} the best of {NANOGPT_BEST} that nanoGPT publishes for "
-                    "its `shakespeare_char` run (biases aside, the same recipe)"
-                    + (f"; it overfits after its best, so its final loss lies {rise:.3f} nats above it" if rise > OVERFIT else ""))
+        said.append(f"Full's best loss is {best:.4f}, {than} the best of {NANOGPT_BEST} that nanoGPT publishes for "
+                    "its `shakespeare_char` run, the recipe this setting follows"
+                    + (f"; its validation loss then rises as it overfits, ending {rise:.3f} nats above its best"
+                       if rise > OVERFIT else ""))
     if "attn_only" in seeds:
         said.append(_attn_sentence(records[records.variant == "attn_only"], values, lone=len(records) == 1))
     if "ffn_only" in seeds:
@@ -262,7 +264,7 @@ def finding(records: pd.DataFrame, absent: list, study: str | None = "paper-10m"
         said.append(_no_residual_sentence(records[records.variant == "no_residual"], values))
     text += "".join(f" {sentence}." for sentence in said)
     if absent:
-        text += f" Still to come: {still_to_come(absent)}."
+        text += f" Still to come: {still_to_come(absent)}." + outside_sweep(records, absent)
     return text
 
 
@@ -370,7 +372,7 @@ def _reordered(records: pd.DataFrame, learned: pd.DataFrame, over: set[str]) -> 
                 text += (f" So {a} ends below {b}, {final[low]:.3f} against {final[high]:.3f}"
                          f"{' (means over seeds)' if max(seeds[low], seeds[high]) > 1 else ''}, although at their best {b} is the lower by "
                          f"{best[low] - best[high]:.3f} nats: {a}'s lower final loss comes from {b}'s "
-                         "overfitting, not from a better fit.")
+                         f"overfitting, not from {a} learning more.")
     return text
 
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pandas as pd
 
 from ...core.text import in_words
+from ...run.architecture import CENTRAL_VARIANTS
 from ...run.profiles import PROFILES, get_profile
+from ..names import display_name
 from ..tables import listing, plural
 
 
@@ -61,3 +63,18 @@ def cost(records: pd.DataFrame, study: str | None = "paper-10m") -> str:
     its = "its" if n == 1 else "their"
     return (f"`{study}` trains on a CPU, one core a run ({runs} {took} with {its} evaluations, counting only the "
             f"time {its} processes ran, and trained at {rate:,.0f} tokens/s)")
+
+
+def outside_sweep(records: pd.DataFrame, absent: list) -> str:
+    """A sentence on the planned runs (``absent``) that no comparison between variants will read:
+    the scorecard compares variants over the central sweep, the seeds at which every variant has
+    a run (:func:`residual_lib.study.sections.sweep_seeds`), and a seed whose other variants are
+    neither recorded nor planned never joins it; or nothing."""
+    have = {(v, int(s)) for v, s in zip(records.variant, records.seed)} | {(run.variant, run.seed) for run in absent}
+    seeds = [s for s in dict.fromkeys(run.seed for run in absent) if any((v, s) not in have for v in CENTRAL_VARIANTS)]
+    lacking = [v for v in CENTRAL_VARIANTS if any((v, s) not in have for s in seeds)]
+    if not seeds or not lacking:
+        return ""
+    return (f" They will join this chapter's table and the claims about one variant in every seed, but no comparison "
+            f"between variants: the scorecard compares variants only over the seeds at which every variant has a run, and {listing(display_name(v) for v in lacking)} {'is' if len(lacking) == 1 else 'are'} "
+            f"not planned at {plural('seed', len(seeds))} {listing(str(s) for s in seeds)}.")

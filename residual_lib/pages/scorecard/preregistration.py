@@ -169,9 +169,8 @@ def _descent(s: dict, which: bool = False) -> str:
     if n == 1:
         return (f", {'which' if which else 'and it'} was trained by code that already held that commit" if k else
                 ", by its clock: its code did not hold that commit yet (a checkout of an older one)")
-    if k == n:  # after a count of some of the records (_first_true), "each" would mean those
-        who = ("both" if n == 2 else f"all {in_words(n)}") + " were" if s.get("late_dated") else "each was"
-        return f", and {who} trained by code that already held that commit"
+    if k == n:
+        return ", and each was trained by code that already held that commit"
     if k == 0:
         return f", by their clocks: {'neither' if n == 2 else 'none'} was trained by code that held that commit yet"
     return (f", and {'one' if k == 1 else k} of them {'was' if k == 1 else 'were'} trained by code that already held that commit "
@@ -196,14 +195,6 @@ def _late_dated(s: dict) -> str:
             f"{'its' if k == 1 else 'their'} processes ran, so "
             + (f"the start it records ({recorded}) is later than the true one." if k == 1 else
                f"the starts they record (the first {recorded}) are later than the true ones."))
-
-
-def _first_true(k: int, first: str) -> str:
-    """The first true start among the ``k`` records that give one (the others are late-dated:
-    :func:`_late_dated`), said so that it does not read as the first record's start."""
-    if k == 1:
-        return f": the only one that gives its run's true start began {first}"
-    return f": of the {in_words(k)} that give their runs' true starts, the first began {first}"
 
 
 def _late_pointer(s: dict) -> str:
@@ -275,9 +266,8 @@ def statement(records: pd.DataFrame, brief: bool = False) -> str:
         if n == 1:
             text += f"the one `{PROFILE}` record" + (f": it started {first}" if first else "")
         else:
-            text += ("both" if n == 2 else f"all {n}") + f" `{PROFILE}` records" + (
-                "" if not first else _first_true(n - s["late_dated"], first)
-                if s["late_dated"] else f": the first of them started {first}")
+            text += ("both" if n == 2 else f"all {in_words(n)}") + f" `{PROFILE}` records" + (
+                "" if not first or s["late_dated"] else f": the first of them started {first}")
         text += _descent(s, which=n == 1 and not first) + "." + ("" if brief else _late_dated(s))
     else:
         after, unknown = s["started_after"], s["unknown"]

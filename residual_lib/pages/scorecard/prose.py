@@ -165,6 +165,7 @@ def stand_in_scope(stand_in: str = BOOK_PROFILE) -> str:
     return text
 
 
+
 #: Cells of the grid that give no verdict to set beside another.
 _OPEN = {"not run at this scale", "not testable here"}
 
@@ -172,29 +173,40 @@ _OPEN = {"not run at this scale", "not testable here"}
 def scale_shift(verdicts: pd.DataFrame, stand_in: str = BOOK_PROFILE, study: str = "paper-10m") -> str:
     """What the paper's setting ``study`` changes on the verdict grid (:func:`.html.grid`): set
     beside the stand-in's dropout twin where the grid has that column (the closer analogue,
-    :data:`DROPOUT_TWIN`), else beside the stand-in, which verdicts turn, which the stand-in
-    leaves inconclusive and ``study`` decides, and how many stay; nothing where ``study`` has no
-    column or no claim is judged at both."""
+    :data:`DROPOUT_TWIN`), else beside the stand-in, which verdicts differ, which the stand-in
+    decides and ``study`` leaves open, which the stand-in leaves inconclusive and ``study``
+    decides, and how many stay; nothing where ``study`` has no column or no claim is judged at both."""
     twin = DROPOUT_TWIN.get(stand_in)
     base = twin if twin in verdicts.columns and verdicts[twin].notna().any() else stand_in
     if study not in verdicts.columns or base not in verdicts.columns:
         return ""
     pairs = verdicts[[base, study]].dropna()
     pairs = pairs[~pairs[base].isin(_OPEN) & ~pairs[study].isin(_OPEN)]
-    if not len(pairs):
+    n = len(pairs)
+    if not n:
         return ""
-    decided = pairs[(pairs[base] == "inconclusive") & (pairs[study] != "inconclusive")]
-    turned = pairs[(pairs[base] != pairs[study]) & ~pairs.index.isin(decided.index)]
-    kept = len(pairs) - len(turned) - len(decided)
-    who = "the stand-in trained with the same dropout" if base == twin else "the stand-in"
-    text = (f"Set beside `{base}`, {who}, `{study}` gives the same verdict on {in_words(kept)} of the "
-            f"{in_words(len(pairs))} claims both judge.")
-    if len(turned):
-        text += (f" It turns {in_words(len(turned))}: " + listing(
-            f"*{title}* ({a} at `{base}`, {b} at `{study}`)" for title, (a, b) in turned.iterrows()) + ".")
+    vague = pairs == "inconclusive"
+    decided, opened = pairs[vague[base] & ~vague[study]], pairs[~vague[base] & vague[study]]
+    differ = pairs[(pairs[base] != pairs[study]) & ~vague[base] & ~vague[study]]
+    kept = n - len(decided) - len(opened) - len(differ)
+    count = ("the one claim" if n == 1 else f"all {in_words(n)} claims" if kept == n else
+             f"none of the {in_words(n)} claims" if not kept else f"{in_words(kept)} of the {in_words(n)} claims")
+    who = (f"the stand-in with `{study}`'s dropout of {get_profile(study).dropout:g}" if base == twin
+           else "the stand-in")
+    same = "a verdict of its own" if n == 1 and not kept else "the same verdict"
+    text = f"Set beside `{base}`, {who}, `{study}` gives {same} on {count} both judge."
+    if len(differ):
+        text += (f" It differs on {in_words(len(differ))}: " + listing(
+            f"*{title}* ({a} at `{base}`, {b} at `{study}`)" for title, (a, b) in differ.iterrows()) + ".")
+    if len(opened):
+        text += (f" It leaves open {in_words(len(opened))} that `{base}` decides: " + listing(
+            f"*{title}* ({a} at `{base}`)" for title, (a, _) in opened.iterrows()) + ".")
     if len(decided):
-        both = decided[study].nunique() == 1 and len(decided) > 1
-        text += (f" It decides {in_words(len(decided))} that `{base}` leaves inconclusive"
-                 + (f", {'both' if len(decided) == 2 else 'all'} {decided[study].iloc[0]}: " if both else ": ")
-                 + listing(f"*{title}*" + ("" if both else f" ({b})") for title, (_, b) in decided.iterrows()) + ".")
-    return text
+        alike = decided[study].nunique() == 1 and len(decided) > 1
+        what = decided[study].iloc[0]
+        group = ("neither reproduced" if what == "not reproduced" else f"both {what}") if len(decided) == 2 else (
+            "none reproduced" if what == "not reproduced" else f"all {what}")
+        text += (f" It decides {in_words(len(decided))} that `{base}` leaves inconclusive" + (f", {group}: " if alike else ": ")
+                 + listing(f"*{title}*" + ("" if alike else f" ({b})") for title, (_, b) in decided.iterrows()) + ".")
+    return text + (f" At `{study}` some rules also hold a value to the paper's own number, which no stand-in is held "
+                   "to; the [scorecard](../book/scorecard.html) gives each rule and what it read.")

@@ -130,7 +130,8 @@ def status(loss: float, floor: float) -> str:
 def comparison(records: pd.DataFrame, stand_in: pd.DataFrame, stand_in_name: str) -> pd.DataFrame:
     """One row per central variant with a record: seeds, final and best validation loss (mean ±
     std over seeds), the step of each seed's best, the seeds at the floor, the paper's value and
-    the final loss's distance from it, nanoGPT's best (Full only) and the stand-in's final loss."""
+    the final loss's distance from it and the stand-in's final loss (nanoGPT's best is in the note
+    above the table, :func:`comparison_note`, and in the finding)."""
     values, rows = paper_values(), []
     for variant in CENTRAL_VARIANTS:
         mine = _seed_order(records[records.variant == variant])
@@ -146,7 +147,6 @@ def comparison(records: pd.DataFrame, stand_in: pd.DataFrame, stand_in_name: str
                      "at the floor": f"{at_floor} of {len(mine)}", "the paper": values.loc[variant, "text"],
                      "final vs the paper": _than(mine.final_val_loss.mean(), values.loc[variant, "value"]
                                                  ).removesuffix(" with"),
-                     "nanoGPT best": f"{NANOGPT_BEST}" if variant == "full" else "—",
                      f"stand-in ({stand_in_name})": mean_std(theirs, seeds=True) if len(theirs) else "—"})
     return narrow(pd.DataFrame(rows), f"stand-in ({stand_in_name})")
 

@@ -59,7 +59,8 @@ grid_html = scorecard.grid_html(verdicts, fragile_cells=fragile)
 glue("verdict_grid", HTML(grid_html), display=False)  # also shown on the introduction
 glue("grid_note", Prose(scorecard.grid_note(verdicts)))
 # the introduction's paragraph on the paper's own scale
-glue("scale_shift", Prose(scorecard.scale_shift(verdicts, profile)))
+fewest = records[records.profile == "paper-10m"].groupby("variant").seed.nunique().min()
+glue("scale_shift", Prose(scorecard.scale_shift(verdicts, profile, seeds=fewest)))
 glue("headline", scorecard.headline(table, records, stand_in=profile))
 count_text = scorecard.count_sentence(table, profile)
 glue("verdict_sentence", Prose(count_text))  # Markdown here, inline HTML in the intro
@@ -100,7 +101,7 @@ show_table(changed)
 
 # %% tags=["hide-input"]
 Markdown(scorecard.scale_note(results_dir, stand_in=profile) + "\n\n"
-         + scorecard.scale_shift(verdicts, profile))
+         + scorecard.scale_shift(verdicts, profile, seeds=fewest, link=False))
 
 # %% [markdown]
 # ## Every claim

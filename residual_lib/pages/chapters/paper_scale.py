@@ -159,8 +159,8 @@ def _ffn_sentence(ffn: pd.DataFrame, values: pd.DataFrame) -> str:
     if all(s == "floor" for s in states):
         every = " in every seed" if len(ffn) > 1 else ""
         off = _than(ffn.final_val_loss.mean(), paper_value)
-        return (f"FFNOnly stays at the floor{every}, as in the paper's collapse, ending {off} its "
-                f"{values.loc['ffn_only', 'text']}")
+        return (f"FFNOnly stays at the floor{every}, as in the paper's collapse, ending {off} the "
+                f"paper's {values.loc['ffn_only', 'text']}")
     off = [(int(s), g, st) for s, g, st in zip(ffn.seed, gaps, states) if st != "floor"]
     parts = listing(f"seed {s} ends {abs(g):.3f} {'below' if g > 0 else 'above'} the floor" for s, g, _ in off)
     kept = len(ffn) - len(off)

@@ -66,15 +66,18 @@ def cost(records: pd.DataFrame, study: str | None = "paper-10m") -> str:
 
 
 def outside_sweep(records: pd.DataFrame, absent: list) -> str:
-    """A sentence on the planned runs (``absent``) that no comparison between variants will read:
-    the scorecard compares variants over the central sweep, the seeds at which every variant has
-    a run (:func:`residual_lib.study.sections.sweep_seeds`), and a seed whose other variants are
-    neither recorded nor planned never joins it; or nothing."""
+    """A sentence on the seeds this chapter queues without every variant: the scorecard compares
+    variants over the central sweep, the seeds at which every variant recorded has a run
+    (:func:`residual_lib.study.sections.sweep_seeds`), so until the others are recorded there
+    (chapter 6 plans them), such a seed counts only for the claims about one variant's seeds; or nothing."""
     have = {(v, int(s)) for v, s in zip(records.variant, records.seed)} | {(run.variant, run.seed) for run in absent}
-    seeds = [s for s in dict.fromkeys(run.seed for run in absent) if any((v, s) not in have for v in CENTRAL_VARIANTS)]
-    lacking = [v for v in CENTRAL_VARIANTS if any((v, s) not in have for s in seeds)]
+    variants = [v for v in CENTRAL_VARIANTS if any(v == w for w, _ in have)]
+    seeds = [s for s in dict.fromkeys(run.seed for run in absent) if any((v, s) not in have for v in variants)]
+    lacking = [v for v in variants if any((v, s) not in have for s in seeds)]
     if not seeds or not lacking:
         return ""
-    return (f" They will join this chapter's table and the claims about one variant in every seed, but no comparison "
-            f"between variants: the scorecard compares variants only over the seeds at which every variant has a run, and {listing(display_name(v) for v in lacking)} {'is' if len(lacking) == 1 else 'are'} "
-            f"not planned at {plural('seed', len(seeds))} {listing(str(s) for s in seeds)}.")
+    return (f" Chapter 12 does not queue {listing(display_name(v) for v in lacking)} at {plural('seed', len(seeds))} "
+            f"{listing(str(s) for s in seeds)} (chapter 6 plans them). Until they are recorded there, those seeds "
+            "count for the claims about one variant's seeds, such as FFNOnly's collapse in every seed, and for no "
+            "comparison between variants: the scorecard compares variants only over the seeds at which every "
+            "variant has a run.")

@@ -170,12 +170,15 @@ def stand_in_scope(stand_in: str = BOOK_PROFILE) -> str:
 _OPEN = {"not run at this scale", "not testable here"}
 
 
-def scale_shift(verdicts: pd.DataFrame, stand_in: str = BOOK_PROFILE, study: str = "paper-10m") -> str:
+def scale_shift(verdicts: pd.DataFrame, stand_in: str = BOOK_PROFILE, study: str = "paper-10m",
+                seeds: int | None = None, link: bool = True) -> str:
     """What the paper's setting ``study`` changes on the verdict grid (:func:`.html.grid`): set
     beside the stand-in's dropout twin where the grid has that column (the closer analogue,
     :data:`DROPOUT_TWIN`), else beside the stand-in, which verdicts differ, which the stand-in
     decides and ``study`` leaves open, which the stand-in leaves inconclusive and ``study``
-    decides, and how many stay; nothing where ``study`` has no column or no claim is judged at both."""
+    decides, and how many stay; nothing where ``study`` has no column or no claim is judged at both.
+    ``seeds``: the fewest seeds a variant has at ``study`` (one is said); ``link``: whether to point
+    to the scorecard (not on the scorecard itself)."""
     twin = DROPOUT_TWIN.get(stand_in)
     base = twin if twin in verdicts.columns and verdicts[twin].notna().any() else stand_in
     if study not in verdicts.columns or base not in verdicts.columns:
@@ -204,9 +207,12 @@ def scale_shift(verdicts: pd.DataFrame, stand_in: str = BOOK_PROFILE, study: str
     if len(decided):
         alike = decided[study].nunique() == 1 and len(decided) > 1
         what = decided[study].iloc[0]
-        group = ("neither reproduced" if what == "not reproduced" else f"both {what}") if len(decided) == 2 else (
-            "none reproduced" if what == "not reproduced" else f"all {what}")
+        group = (("neither" if len(decided) == 2 else "none") + " reproduced" if what == "not reproduced"
+                 else f"each judged {what}")
         text += (f" It decides {in_words(len(decided))} that `{base}` leaves inconclusive" + (f", {group}: " if alike else ": ")
                  + listing(f"*{title}*" + ("" if alike else f" ({b})") for title, (_, b) in decided.iterrows()) + ".")
-    return text + (f" At `{study}` some rules also hold a value to the paper's own number, which no stand-in is held "
-                   "to; the [scorecard](../book/scorecard.html) gives each rule and what it read.")
+    text += (f" At `{study}` some rules also hold a value to the paper's own number, which no stand-in is held to"
+             + (", and each variant has one seed so far" if seeds == 1 else "")
+             + ", so a verdict can change where the result does not"
+             + ("; the [scorecard](../book/scorecard.html) gives each rule and what it read." if link else "."))
+    return text

@@ -90,7 +90,8 @@ Markdown(
 # its 10M setting, `paper-10m`, takes most of a day per run on a CPU. There the intermediate
 # reproduction waits for more seeds of the central sweep, which counts a seed only once all four
 # variants have a run at it; [chapter 12](../notebooks/12_paper_scale) queues AttnOnly and
-# FFNOnly alone at seeds 42 and 123. The other claims below at `paper-10m` need runs of their
+# FFNOnly alone at seeds 42 and 123, and Full and NoResidual there, which chapter 6 plans, are
+# not queued. The other claims below at `paper-10m` need runs of their
 # own kind, which chapters 4, 5, 7 and 8 plan there but which have not been run: evaluation on
 # random batches, runs with a runtime gain, the position-blind mixer in place of attention, and
 # repeats on non-deterministic kernels (`python -m residual_lib sweep --all --profile paper-10m`).

@@ -8,6 +8,7 @@ import pandas as pd
 from ...core.text import in_words
 from ...run.architecture import CENTRAL_VARIANTS
 from ...run.profiles import PROFILES, get_profile
+from ...study.sections import sweep_seeds
 from ..names import display_name
 from ..tables import listing, plural
 
@@ -71,9 +72,9 @@ def outside_sweep(records: pd.DataFrame, absent: list) -> str:
     (:func:`residual_lib.study.sections.sweep_seeds`), so until the others are recorded there
     (chapter 6 plans them), such a seed counts only for the claims about one variant's seeds; or nothing."""
     have = {(v, int(s)) for v, s in zip(records.variant, records.seed)} | {(run.variant, run.seed) for run in absent}
-    variants = [v for v in CENTRAL_VARIANTS if any(v == w for w, _ in have)]
-    seeds = [s for s in dict.fromkeys(run.seed for run in absent) if any((v, s) not in have for v in variants)]
-    lacking = [v for v in variants if any((v, s) not in have for s in seeds)]
+    full = sweep_seeds(pd.DataFrame(sorted(have), columns=["variant", "seed"]))  # the scorecard's own selection
+    seeds = [s for s in dict.fromkeys(run.seed for run in absent) if s not in full]
+    lacking = [v for v in CENTRAL_VARIANTS if any(w == v for w, _ in have) and any((v, s) not in have for s in seeds)]
     if not seeds or not lacking:
         return ""
     return (f" Chapter 12 does not queue {listing(display_name(v) for v in lacking)} at {plural('seed', len(seeds))} "

@@ -32,6 +32,7 @@ from residual_lib.core.paths import results_folder
 from residual_lib.pages import scorecard
 from residual_lib.pages.book import Prose, glue
 from residual_lib.pages.tables import table as show_table
+from residual_lib.study.sections import central_sweep
 
 records = load_records(results_folder(results_dir))
 table = scorecard.build(stand_in=profile, records=records)
@@ -59,8 +60,8 @@ grid_html = scorecard.grid_html(verdicts, fragile_cells=fragile)
 glue("verdict_grid", HTML(grid_html), display=False)  # also shown on the introduction
 glue("grid_note", Prose(scorecard.grid_note(verdicts)))
 # the introduction's paragraph on the paper's own scale
-fewest = records[records.profile == "paper-10m"].groupby("variant").seed.nunique().min()
-glue("scale_shift", Prose(scorecard.scale_shift(verdicts, profile, seeds=fewest)))
+compared = central_sweep(records[records.profile == "paper-10m"]).seed.nunique()
+glue("scale_shift", Prose(scorecard.scale_shift(verdicts, profile, seeds=compared)))
 glue("headline", scorecard.headline(table, records, stand_in=profile))
 count_text = scorecard.count_sentence(table, profile)
 glue("verdict_sentence", Prose(count_text))  # Markdown here, inline HTML in the intro
@@ -101,7 +102,7 @@ show_table(changed)
 
 # %% tags=["hide-input"]
 Markdown(scorecard.scale_note(results_dir, stand_in=profile) + "\n\n"
-         + scorecard.scale_shift(verdicts, profile, seeds=fewest, link=False))
+         + scorecard.scale_shift(verdicts, profile, seeds=compared, link=False))
 
 # %% [markdown]
 # ## Every claim

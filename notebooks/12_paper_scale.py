@@ -70,6 +70,9 @@ none = Markdown("No run of the paper's setting is recorded yet.")
 if len(records):
     compared = chapter.comparison(records, stand_in, stand_in_profile)
     display(table(compared, anchor="tab-paper-scale"))
+    outside = chapter.split(records)[1]  # seeds without every variant: said, not averaged
+    if len(outside):
+        display(Markdown(chapter.beyond_sweep(outside, table=True)))
     display(Markdown(chapter.overfit_text(records)))
 else:
     display(none)

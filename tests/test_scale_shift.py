@@ -25,8 +25,8 @@ def test_the_shift_is_read_against_the_dropout_twin_and_names_what_turns():
     assert text.endswith("so a verdict can change where the result does not; the [scorecard](../book/scorecard.html) "
                          "gives each rule and what it read.")
     assert scorecard.scale_shift(grid, "cpu", seeds=1, link=False).endswith(
-        "which no stand-in is held to, and each variant has one seed so far, so a verdict can change where the result "
-        "does not.")  # the scorecard does not link to itself
+        "which no stand-in is held to, and its variants are compared over one seed so far, so a verdict can change "
+        "where the result does not.")  # the scorecard does not link to itself
     # without the twin's column it reads against the stand-in itself, where B agrees
     alone = scorecard.scale_shift(grid.drop(columns="cpu-dropout"), "cpu")
     assert alone.startswith("Set beside `cpu`, the stand-in, `paper-10m` gives the same verdict on two of the "

@@ -11,7 +11,7 @@ from ...run.architecture import CENTRAL_VARIANTS
 from ...run.profiles import PAPER_SCALE, get_profile
 from ...study import scaling
 from ...study.frames import profile_input_blind_line, usable
-from ...study.sections import controlled
+from ...study.sections import central_sweep, controlled
 from .. import scorecard
 from ..names import display_name
 from ..tables import listing, mean_std, missing_runs, plural, signed  # noqa: F401 (missing_runs: the notebook's)
@@ -220,8 +220,8 @@ def two_budgets(every_run: pd.DataFrame, rungs, profile: str) -> tuple[pd.DataFr
     top = rungs[-1]
     if paper is None:
         return pd.DataFrame(), ""
-    sides = {name: controlled(usable(every_run[every_run.profile == name])) if len(every_run) else every_run
-             for name in (top, paper)}
+    sides = {name: central_sweep(every_run[every_run.profile == name]) if len(every_run) else every_run
+             for name in (top, paper)}  # the seeds every variant has, as every page quotes a sweep's means
     low, high = get_profile(top), get_profile(paper)
     labels = {name: f"{name} ({get_profile(name).training_tokens / 1e6:.3g}M tokens)" for name in sides}
     rows = []

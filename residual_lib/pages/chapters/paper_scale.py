@@ -12,13 +12,15 @@ from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from ...run.architecture import CENTRAL_VARIANTS
 from ...run.profiles import BOOK_PROFILE, PAPER_SCALE, get_profile
-from ...run.runs import PAPER_SEEDS
 from ...storage.records import read_record
 from ...study import analysis, paper
+from ...study.sections import central_sweep
 from .. import scorecard
 from ..names import display_name
 from ..plots import PALETTE, WIDTH
 from ..tables import listing, mean_std, missing_runs, narrow, plural, still_to_come  # noqa: F401 (the notebook's)
+from .paper_scale_sentences import _attn_sentence, _ffn_sentence, _no_residual_sentence, _than, beyond_sweep, seed_order
+from .paper_scale_sentences import status  # noqa: F401 (the notebook's)
 from .paper_scale_setting import cost, outside_sweep, recipe  # noqa: F401 (the notebook's)
 from .paper_scale_inside import (ALPHA_HEADERS, alpha, alpha_text, layer0, layer0_note,  # noqa: F401 (the notebook's)
                                  layer0_text, uniform_alpha)
@@ -91,7 +93,9 @@ def comparison_note(stand_in: str, full_shown: bool = True) -> str:
     low, high = (loss - 0.005) / (ratio + 0.005), (loss + 0.005) / (ratio - 0.005)
     full = "value here is" if full_shown else "row, once its run is recorded, takes"
     return (f"Final and best validation loss on the fixed batches, how many seeds end at the floor, the paper's "
-            f"value, and the stand-in's (`{stand_in}`: its central sweep, mean ± std over seeds). The paper gives "
+            f"value, and the stand-in's (`{stand_in}`). Both settings are read over their central sweep, the seeds "
+            "at which every variant has a run, so that each variant is averaged over the same seeds (mean ± std). "
+            "The paper gives "
             f"Full no value at 10M, only that the partial variants' {loss:g} is {ratio:g} times Full's, in its nanoGPT "
             f"runs on random validation batches: Full's {full} that quotient, somewhere from {low:.3f} to "
             f"{high:.3f} given the rounding of its inputs. nanoGPT's README gives {NANOGPT_BEST} as this "
@@ -105,36 +109,24 @@ def _field(frame: pd.DataFrame, name: str) -> pd.Series:
     return pd.Series([read_record(path)[name] for path in frame.path], index=frame.index, dtype=float)
 
 
-def _seed_order(frame: pd.DataFrame) -> pd.DataFrame:
-    order = {s: i for i, s in enumerate(PAPER_SEEDS)}
-    return frame.assign(_o=frame.seed.map(lambda s: order.get(s, len(order) + s))).sort_values("_o")
-
-
-def _than(x: float, reference: float) -> str:
-    """``x`` against ``reference`` in words: "0.030 above", "0.012 below" or, equal at three
-    decimals, "level with"."""
-    # as the text prints them (1.5805 is 1.581, 0.001 above 1.580; numpy's round would say 1.580)
-    x, reference = float(f"{x:.3f}"), float(f"{reference:.3f}")
-    return "level with" if x == reference else f"{abs(x - reference):.3f} {'above' if x > reference else 'below'}"
-
-
-def status(loss: float, floor: float) -> str:
-    """Where a final loss ends against the floor, by the scorecard's thresholds: ``floor`` (within
-    FLOOR_TOL), ``recovered`` (more than RECOVERY_MARGIN below), ``between``, or ``above``."""
-    gap = floor - loss
-    if abs(gap) <= scorecard.FLOOR_TOL:
-        return "floor"
-    return "recovered" if gap > scorecard.RECOVERY_MARGIN else ("between" if gap > 0 else "above")
+def split(records: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``records`` as the scorecard reads them: their central sweep (:func:`central_sweep`, the
+    seeds at which every variant recorded has a usable run), which every comparison between
+    variants on this page reads so that each variant is averaged over the same seeds, and the
+    runs left outside it (a seed queued for AttnOnly and FFNOnly alone), said on their own."""
+    sweep = central_sweep(records)
+    return sweep, records[~records.index.isin(sweep.index)]
 
 
 def comparison(records: pd.DataFrame, stand_in: pd.DataFrame, stand_in_name: str) -> pd.DataFrame:
-    """One row per central variant with a record: seeds, final and best validation loss (mean ±
-    std over seeds), the step of each seed's best, the seeds at the floor, the paper's value and
-    the final loss's distance from it and the stand-in's final loss (nanoGPT's best is in the note
-    above the table, :func:`comparison_note`, and in the finding)."""
-    values, rows = paper_values(), []
+    """One row per central variant in the central sweep of ``records`` (:func:`split`; the runs
+    outside it are said under the table, :func:`beyond_sweep`): seeds, final and best validation
+    loss (mean ± std over seeds), the step of each seed's best, the seeds at the floor, the paper's
+    value and the final loss's distance from it and the stand-in's final loss (nanoGPT's best is in
+    the note above the table, :func:`comparison_note`, and in the finding)."""
+    values, rows, records = paper_values(), [], split(records)[0]
     for variant in CENTRAL_VARIANTS:
-        mine = _seed_order(records[records.variant == variant])
+        mine = seed_order(records[records.variant == variant])
         if not len(mine):
             continue
         theirs = stand_in.loc[stand_in.variant == variant, "final_val_loss"] if len(stand_in) else pd.Series([], dtype=float)
@@ -152,76 +144,6 @@ def comparison(records: pd.DataFrame, stand_in: pd.DataFrame, stand_in_name: str
 
 
 
-def _ffn_sentence(ffn: pd.DataFrame, values: pd.DataFrame) -> str:
-    states = [status(x, f) for x, f in zip(ffn.final_val_loss, ffn.eval_floor)]
-    gaps = ffn.eval_floor - ffn.final_val_loss
-    paper_value = values.loc["ffn_only", "value"]
-    if all(s == "floor" for s in states):
-        every = " in every seed" if len(ffn) > 1 else ""
-        off = _than(ffn.final_val_loss.mean(), paper_value)
-        return (f"FFNOnly stays at the floor{every}, as in the paper's collapse, ending {off} the "
-                f"paper's {values.loc['ffn_only', 'text']}")
-    off = [(int(s), g, st) for s, g, st in zip(ffn.seed, gaps, states) if st != "floor"]
-    parts = listing(f"seed {s} ends {abs(g):.3f} {'below' if g > 0 else 'above'} the floor" for s, g, _ in off)
-    kept = len(ffn) - len(off)
-    lead = f"FFNOnly stays at the floor in {kept} of {len(ffn)} seeds; " if kept else ""
-    if all(st == "above" for _, _, st in off):  # worse than the floor: a collapse, and more
-        lead = lead or "FFNOnly does not learn: "
-        return lead + parts + f", worse than the paper's collapse at {paper_value:.3f}"
-    lead = lead or "FFNOnly leaves the floor: "
-    return lead + parts + f", so the paper's collapse at {values.loc['ffn_only', 'text']} does not hold here"
-
-
-def _no_residual_sentence(runs: pd.DataFrame, values: pd.DataFrame) -> str:
-    """NoResidual against the floor and the paper's anchor (its 3.356, at the paper's floor)."""
-    paper_value = values.loc["no_residual", "value"]
-    states = [status(x, f) for x, f in zip(runs.final_val_loss, runs.eval_floor)]
-    if all(st == "floor" for st in states):
-        every = " in every seed" if len(runs) > 1 else ""
-        return f"NoResidual ends at the floor{every}, {_than(runs.final_val_loss.mean(), paper_value)} the paper's {paper_value:.3f}"
-    off = [(int(s), f - x) for s, x, f, st in zip(runs.seed, runs.final_val_loss, runs.eval_floor, states) if st != "floor"]
-    parts = listing(f"seed {s} ends {abs(g):.3f} {'below' if g > 0 else 'above'} the floor" for s, g in off)
-    kept = len(runs) - len(off)
-    lead = f"NoResidual ends at the floor in {kept} of {len(runs)} seeds; " if kept else "NoResidual does not end at the floor: "
-    return lead + parts + f", where the paper's NoResidual ends at {paper_value:.3f}"
-
-
-def _conclusion() -> tuple[float, float] | None:
-    """The controlled AttnOnly result as the summary's conclusion gives it (mean, std), which
-    differs from sections 1, 6 and 8's: None where the claims file holds no such row."""
-    claims = paper.claims()
-    row = claims[(claims.variant == "attn_only") & (claims.quantity == "final_val_loss_conclusion")]
-    return (float(row.value.iloc[0]), float(row["std"].iloc[0])) if len(row) and pd.notna(row["std"].iloc[0]) else None
-
-
-def _attn_sentence(attn: pd.DataFrame, values: pd.DataFrame, lone: bool = False) -> str:
-    states = [status(x, f) for x, f in zip(attn.final_val_loss, attn.eval_floor)]
-    paper_value = values.loc["attn_only", "value"]
-    n, mean = len(attn), attn.final_val_loss.mean()
-    if all(s == "recovered" for s in states):
-        who = "AttnOnly recovers in every seed" if n > 1 else "It recovers" if lone else "AttnOnly's one seed recovers"
-        rel, tol, off = abs(mean - paper_value) / paper_value, scorecard.REL_TOL, _than(mean, paper_value)
-        band = f" ({rel:.1%} of it, {'within' if rel <= tol else 'outside'} the {tol:.0%} the scorecard counts as agreeing"
-        spread = values.loc["attn_only", "std"]
-        if pd.notna(spread) and spread > 0 and abs(mean - paper_value) > 2 * spread:  # not the seeds' spread
-            band += (f", {'and' if rel > tol else 'but'} {abs(mean - paper_value) / spread:.0f} times the {spread:.3f} "
-                     f"standard deviation of the paper's {values.loc['attn_only', 'seeds']}")
-            other = _conclusion()
-            if other is not None:
-                k = abs(mean - other[0]) / other[1]
-                band += (f"; its conclusion gives {other[0]:.3f} ± {other[1]:.3f} instead, from which this lies "
-                         + (f"{k:.1f}" if k < 10 else f"{k:.0f}") + " standard deviations")
-        return f"{who}, ending {off} the paper's {paper_value:.3f}{band + ')' if off != 'level with' else ''}"
-    stuck = [int(s) for s, st in zip(attn.seed, states) if st != "recovered"]
-    margin = scorecard.RECOVERY_MARGIN
-    if len(stuck) == n:
-        return (f"AttnOnly does not recover: it ends {_than(mean, float(attn.eval_floor.mean()))} the floor, not the "
-                f"{margin:g} nats below it the scorecard asks, where the paper has {paper_value:.3f}")
-    return (f"AttnOnly recovers in {n - len(stuck)} of {n} seeds ({plural('seed', len(stuck))} "
-            f"{listing(stuck)} {'does' if len(stuck) == 1 else 'do'} not come {margin:g} nats below the floor), "
-            f"where the paper reports recovery in every seed at {paper_value:.3f}")
-
-
 def finding(records: pd.DataFrame, absent: list, study: str | None = "paper-10m") -> str:
     """The chapter's outcome in sentences, for its opening and the introduction: where each
     variant ended at the paper's setting, seed by seed against the floor, and against the paper."""
@@ -232,18 +154,24 @@ def finding(records: pd.DataFrame, absent: list, study: str | None = "paper-10m"
         return (f"No `{study}` run is recorded yet: {planned} of the paper's own setting this chapter plans "
                 f"{'are' if len(absent) > 1 else 'is'} still to come.")
     p = get_profile(records.profile.iloc[0])
-    values = paper_values()
-    means = records.groupby("variant")[["final_val_loss", "best_val_loss"]].mean()
-    seeds = records.groupby("variant").size()
+    values, (sweep, rest) = paper_values(), split(records)
+    means = sweep.groupby("variant")[["final_val_loss", "best_val_loss"]].mean()
+    seeds = sweep.groupby("variant").size()
     ends = listing(f"{display_name(v)} at {means.loc[v, 'final_val_loss']:.3f}"
                    + (f" (mean of {seeds[v]} seeds)" if seeds[v] > 1 else "") for v in CENTRAL_VARIANTS if v in seeds)
     setting = (f"At the paper's own setting (`{p.name}`: {p.training_tokens / 1e6:.3g}M training tokens, trained "
                f"here {scorecard.how_trained(records)}), ")
     floor = f"against a floor of {float(records.eval_floor.mean()):.3f}."
+    common = list(dict.fromkeys(int(s) for s in seed_order(sweep).seed))
     if len(records) == 1:
         run = records.iloc[0]
         text = (setting + f"the one run recorded so far, {display_name(run.variant)} seed {run.seed}, ends at "
                 f"{run.final_val_loss:.3f}, " + floor)
+    elif not len(sweep):
+        text = setting + "no seed has a run of every variant recorded yet, so none is set beside another, " + floor
+    elif len(rest):
+        text = (setting + f"the runs of the central sweep ({plural('seed', len(common))} {listing(map(str, common))}, "
+                f"at which every variant has a run) end with {ends}, " + floor)
     else:
         text = setting + f"the runs end with {ends}, " + floor
     said = []  # one sentence a variant, in the order the ends above are listed
@@ -257,22 +185,24 @@ def finding(records: pd.DataFrame, absent: list, study: str | None = "paper-10m"
                     + (f"; its validation loss then rises as it overfits, ending {rise:.3f} nats above its best"
                        if rise > OVERFIT else ""))
     if "attn_only" in seeds:
-        said.append(_attn_sentence(records[records.variant == "attn_only"], values, lone=len(records) == 1))
+        said.append(_attn_sentence(sweep[sweep.variant == "attn_only"], values, lone=len(records) == 1))
     if "ffn_only" in seeds:
-        said.append(_ffn_sentence(records[records.variant == "ffn_only"], values))
+        said.append(_ffn_sentence(sweep[sweep.variant == "ffn_only"], values))
     if "no_residual" in seeds:
-        said.append(_no_residual_sentence(records[records.variant == "no_residual"], values))
-    text += "".join(f" {sentence}." for sentence in said)
+        said.append(_no_residual_sentence(sweep[sweep.variant == "no_residual"], values))
+    text += "".join(f" {sentence}." for sentence in said) + beyond_sweep(rest)
     if absent:
-        text += f" Still to come: {still_to_come(absent)}." + outside_sweep(records, absent)
+        text += f" Still to come: {still_to_come(absent)}."
+    text += outside_sweep(records, absent)
     return text
 
 
 def mean_curves(records: pd.DataFrame, stand_in: pd.DataFrame) -> pd.DataFrame:
-    """The validation curves of the central variants of ``records`` (the paper's setting) and
-    ``stand_in`` as means over seeds per profile, variant and step, with the training tokens seen
-    at each step (the stand-in's mixer controls left out)."""
-    frame = pd.concat([records, stand_in], ignore_index=True)
+    """The validation curves of the central variants of ``records`` (the paper's setting, its
+    central sweep: :func:`split`) and ``stand_in`` (a central sweep) as means over seeds per
+    profile, variant and step, with the training tokens seen at each step (the stand-in's mixer
+    controls left out)."""
+    frame = pd.concat([split(records)[0], stand_in], ignore_index=True)
     frame = frame[frame.variant.isin(CENTRAL_VARIANTS)]
     curves = analysis.curves(frame, "val")
     per_step = (_field(frame, "tokens") / frame.steps).groupby(frame.profile).first()
@@ -315,7 +245,9 @@ def _nats(gap: float, unit: bool) -> str:
 
 def overfit_text(records: pd.DataFrame) -> str:
     """How far each variant's final loss ends above its best, and which of the variants that
-    learned (ended below the floor) overfit by more than :data:`OVERFIT` nats."""
+    learned (ended below the floor) overfit by more than :data:`OVERFIT` nats, over the central
+    sweep of ``records`` (:func:`split`), as the table above it."""
+    records = split(records)[0]
     gaps = (records.final_val_loss - records.best_val_loss).groupby(records.variant).mean().dropna()  # NaN: no gap
     shown = [v for v in CENTRAL_VARIANTS if v in gaps.index]
     if not shown:
@@ -342,7 +274,7 @@ def overfit_text(records: pd.DataFrame) -> str:
                            "at this budget.")
         return text + f"No variant that learned overfits by more than {OVERFIT:g} nats at this budget."
     worst = over.idxmax()
-    runs = _seed_order(records[records.variant == worst])
+    runs = seed_order(records[records.variant == worst])
     runs = runs[runs.final_val_loss - runs.best_val_loss > OVERFIT] if len(runs) > 1 else runs  # the seeds that do
     steps = [int(b) for b in _field(runs, "best_step")]
     several = (records.variant == worst).sum() > 1
@@ -377,7 +309,8 @@ def _reordered(records: pd.DataFrame, learned: pd.DataFrame, over: set[str]) -> 
 
 
 #: The captions and alt texts of the chapter's figure.
-CURVES_CAPTION = ("Validation loss on the fixed batches against training tokens (log scale), mean over seeds: the "
+CURVES_CAPTION = ("Validation loss on the fixed batches against training tokens (log scale), mean over the seeds of "
+                  "each setting's central sweep (those at which every variant has a run): the "
                   "paper's setting solid, the stand-in dashed; dotted, the floor of the paper setting's batches. A "
                   "log axis has no place for step 0, so each curve begins at its first evaluation after it; the solid "
                   "lines do not continue the dashed ones, which are runs of a smaller model on fewer tokens.")

@@ -10,6 +10,7 @@ import pandas as pd
 
 from ...run.architecture import CENTRAL_VARIANTS
 from ...study import analysis, paper
+from ...study.sections import central_sweep
 from .. import scorecard
 from ..names import display_name
 from ..tables import listing, number
@@ -31,7 +32,8 @@ def layer0_note() -> str:
 def layer0(records: pd.DataFrame) -> pd.DataFrame:
     """Block 0's gradient from the paper's step 300 on (:func:`analysis.layer0_after`, its share of
     a run) per variant: median norm, the share of logged steps that round to the paper's 0.000,
-    and the paper's value."""
+    and the paper's value. Each row reads every seed of its variant, as the scorecard's claims on
+    block 0, each about one variant, do; so a row may have more seeds than another."""
     runs = analysis.layer0_after(records)
     if not len(runs):
         return pd.DataFrame(columns=["variant", "seeds", "from step", "median norm", "share at 0.000", "the paper"])
@@ -87,8 +89,9 @@ ALPHA_HEADERS = {"mean": "mean α_tt"}
 def alpha(records: pd.DataFrame) -> pd.DataFrame:
     """α_tt (attention's weight on a position's own token) per variant, as the scorecard's routing
     rule reads it: the mean over layers and heads (``mean``, shown as :data:`ALPHA_HEADERS` names
-    it), the layer with the highest mean, and the largest head, each a mean over seeds."""
-    runs = analysis.alpha_summary(records)
+    it), the layer with the highest mean, and the largest head, each a mean over the seeds of the
+    central sweep of ``records`` (the seeds at which every variant has a run), which the rule reads."""
+    runs = analysis.alpha_summary(central_sweep(records))
     grouped = runs.groupby("variant")
     out = pd.DataFrame({"seeds": grouped.size(), "mean": grouped["mean"].mean(),
                         "best layer": grouped.max_layer.mean(), "largest head": grouped.max_head.mean()})

@@ -8,6 +8,7 @@ import pandas as pd
 from ...core.text import in_words
 from ...run.architecture import CENTRAL_VARIANTS
 from ...run.profiles import PROFILES, get_profile
+from ...run.runs import PAPER_SEEDS
 from ...study.sections import sweep_seeds
 from ..names import display_name
 from ..tables import listing, plural
@@ -73,12 +74,13 @@ def outside_sweep(records: pd.DataFrame, absent: list) -> str:
     (chapter 6 plans them), such a seed counts only for the claims about one variant's seeds; or nothing."""
     have = {(v, int(s)) for v, s in zip(records.variant, records.seed)} | {(run.variant, run.seed) for run in absent}
     full = sweep_seeds(pd.DataFrame(sorted(have), columns=["variant", "seed"]))  # the scorecard's own selection
-    seeds = [s for s in dict.fromkeys(run.seed for run in absent) if s not in full]
-    lacking = [v for v in CENTRAL_VARIANTS if any(w == v for w, _ in have) and any((v, s) not in have for s in seeds)]
+    order = {s: i for i, s in enumerate(PAPER_SEEDS)}  # as the plan queues them
+    seeds = sorted({s for _, s in have} - set(full), key=lambda s: (order.get(s, len(order)), s))
+    lacking = [v for v in CENTRAL_VARIANTS if any(w == v for w, _ in have) and all((v, s) not in have for s in seeds)]
     if not seeds or not lacking:
         return ""
     return (f" Chapter 12 does not queue {listing(display_name(v) for v in lacking)} at {plural('seed', len(seeds))} "
-            f"{listing(str(s) for s in seeds)} (chapter 6 plans them). Until they are recorded there, those seeds "
-            "count for the claims about one variant's seeds, such as FFNOnly's collapse in every seed, and for no "
+            f"{listing(str(s) for s in seeds)} (chapter 6 plans them). Until they are recorded there, "
+            f"{'that seed counts' if len(seeds) == 1 else 'those seeds count'} for the claims about one variant's seeds, such as FFNOnly's collapse in every seed, and for no "
             "comparison between variants: the scorecard compares variants only over the seeds at which every "
             "variant has a run.")

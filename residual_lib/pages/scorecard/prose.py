@@ -177,7 +177,8 @@ def scale_shift(verdicts: pd.DataFrame, stand_in: str = BOOK_PROFILE, study: str
     :data:`DROPOUT_TWIN`), else beside the stand-in, which verdicts differ, which the stand-in
     decides and ``study`` leaves open, which the stand-in leaves inconclusive and ``study``
     decides, and how many stay; nothing where ``study`` has no column or no claim is judged at both.
-    ``seeds``: the fewest seeds a variant has at ``study`` (one is said); ``link``: whether to point
+    ``seeds``: the seeds of ``study``'s central sweep, over which its variants are compared (one is
+    said); ``link``: whether to point
     to the scorecard (not on the scorecard itself)."""
     twin = DROPOUT_TWIN.get(stand_in)
     base = twin if twin in verdicts.columns and verdicts[twin].notna().any() else stand_in
@@ -212,7 +213,7 @@ def scale_shift(verdicts: pd.DataFrame, stand_in: str = BOOK_PROFILE, study: str
         text += (f" It decides {in_words(len(decided))} that `{base}` leaves inconclusive" + (f", {group}: " if alike else ": ")
                  + listing(f"*{title}*" + ("" if alike else f" ({b})") for title, (_, b) in decided.iterrows()) + ".")
     text += (f" At `{study}` some rules also hold a value to the paper's own number, which no stand-in is held to"
-             + (", and each variant has one seed so far" if seeds == 1 else "")
+             + (", and its variants are compared over one seed so far" if seeds == 1 else "")
              + ", so a verdict can change where the result does not"
              + ("; the [scorecard](../book/scorecard.html) gives each rule and what it read." if link else "."))
     return text

@@ -32,7 +32,6 @@ from residual_lib.core.paths import results_folder
 from residual_lib.pages import scorecard
 from residual_lib.pages.book import Prose, glue
 from residual_lib.pages.tables import table as show_table
-from residual_lib.study.sections import central_sweep
 
 records = load_records(results_folder(results_dir))
 table = scorecard.build(stand_in=profile, records=records)
@@ -60,7 +59,7 @@ grid_html = scorecard.grid_html(verdicts, fragile_cells=fragile)
 glue("verdict_grid", HTML(grid_html), display=False)  # also shown on the introduction
 glue("grid_note", Prose(scorecard.grid_note(verdicts)))
 # the introduction's paragraph on the paper's own scale
-compared = central_sweep(records[records.profile == "paper-10m"]).seed.nunique()
+compared = scorecard.compared_seeds(records, "paper-10m")
 glue("scale_shift", Prose(scorecard.scale_shift(verdicts, profile, seeds=compared)))
 glue("headline", scorecard.headline(table, records, stand_in=profile))
 count_text = scorecard.count_sentence(table, profile)

@@ -59,7 +59,11 @@ glue("paper_scale_about", Prose(chapter.comparison_note(stand_in_profile, full_s
 glue("paper_scale_layer0_about", Prose(chapter.layer0_note()))
 box = chapter.verdict_box(records, study, stand_in_profile, every_run)
 display(Markdown(box) if isinstance(box, str) else box)
-none = Markdown("No run of the paper's setting is recorded yet.")
+none = Markdown(
+    "No seed of the paper's setting has a run of every variant recorded yet."
+    if len(records)
+    else "No run of the paper's setting is recorded yet."
+)
 
 # %% [markdown]
 # ## Each variant beside the paper
@@ -67,12 +71,13 @@ none = Markdown("No run of the paper's setting is recorded yet.")
 # {glue:md}`paper_scale_about`
 
 # %%
-if len(records):
+sweep, outside = chapter.split(records) if len(records) else (records, records)
+if len(sweep):
     compared = chapter.comparison(records, stand_in, stand_in_profile)
     display(table(compared, anchor="tab-paper-scale"))
-    outside = chapter.split(records)[1]  # seeds without every variant: said, not averaged
-    if len(outside):
-        display(Markdown(chapter.beyond_sweep(outside, table=True)))
+    if len(outside):  # seeds without every variant: said, not averaged
+        variants = set(sweep.variant)
+        display(Markdown(chapter.beyond_sweep(outside, variants, table=True)))
     display(Markdown(chapter.overfit_text(records)))
 else:
     display(none)
@@ -81,7 +86,7 @@ else:
 # ## The curves, beside the stand-in's
 
 # %%
-if len(records):
+if len(sweep):
     plots.show(
         chapter.curves_figure(
             chapter.mean_curves(records, stand_in), records.eval_floor.iloc[0]
@@ -111,7 +116,7 @@ display(Markdown(chapter.layer0_text(layer0, records)) if len(layer0) else none)
 # to itself, α_tt ≈ 1, standing in for the missing feed-forward identity path.
 
 # %%
-if len(records):
+if len(sweep):
     alpha = chapter.alpha(records)
     display(table(alpha, headers=chapter.ALPHA_HEADERS))
     display(Markdown(chapter.alpha_text(alpha, chapter.uniform_alpha(records))))

@@ -127,31 +127,56 @@ def test_seeds_without_every_variant_join_no_comparison_and_are_said_on_their_ow
                        _frame((42,), attn_only=1.60, ffn_only=3.34)], ignore_index=True)
     text = chapter.finding(frame, [])
     assert ("bf16), the runs of the central sweep (seed 1337, at which every variant has a run) end with Full at 1.725, "
-            "AttnOnly at 1.522, FFNOnly at 3.349 and NoResidual at 3.348, against a floor of 3.335.") in text
-    assert "mean of" not in text and "AttnOnly's one seed recovers, ending 0.058 below the paper's 1.580" in text
-    assert (" Seed 42 is left out of these figures: there AttnOnly ends at 1.600 and FFNOnly at 3.340 (at the floor). "
-            "Chapter 12 does not queue Full and NoResidual at seed 42 (chapter 6 plans them). Until they are recorded "
+            "AttnOnly at 1.522, FFNOnly at 3.349 and NoResidual at 3.348, against a floor of 3.335; at seed 42, which "
+            "lacks Full and NoResidual, AttnOnly ends at 1.600 and FFNOnly at 3.340. ") in text
+    assert "mean of" not in text  # AttnOnly's two seeds are not averaged against Full's one
+    # recovery and collapse are claims about every seed; AttnOnly's distance from the paper is read as the scorecard does
+    assert ("AttnOnly recovers in every seed (1337 and 42); over the central sweep (seed 1337) it ends 0.058 below the "
+            "paper's 1.580 (3.7% of it,") in text
+    assert "FFNOnly stays at the floor in every seed, as in the paper's collapse, ending 0.006 below" in text
+    assert ("Chapter 12 does not queue Full and NoResidual at seed 42 (chapter 6 plans them). Until they are recorded "
             "there, that seed counts for the claims about one variant's seeds") in text  # said with nothing to come
     alone = frame[frame.seed == 1337]
-    assert chapter.overfit_text(frame) == chapter.overfit_text(alone)  # over the same seeds as the table above it
+    later = frame.assign(best_val_loss=frame.best_val_loss.where(frame.seed == 1337, frame.final_val_loss - 0.3))
+    assert chapter.overfit_text(later) == chapter.overfit_text(alone)  # over the same seeds as the table above it
     assert chapter.comparison(frame, _frame().head(0), "cpu").equals(chapter.comparison(alone, _frame().head(0), "cpu"))
-    more = pd.concat([frame, _frame((123,), attn_only=1.61)], ignore_index=True)
-    assert (" Seeds 42 and 123 are left out of these figures: AttnOnly seed 42 ends at 1.600, FFNOnly seed 42 at 3.340 "
-            "(at the floor) and AttnOnly seed 123 at 1.610. Chapter 12 does not queue Full and NoResidual at seeds 42 "
-            "and 123 (chapter 6 plans them). Until they are recorded there, those seeds count") in chapter.finding(more, [])
+    # a run outside the sweep that escapes the floor is said, and the collapse no longer holds in every seed
+    more = pd.concat([frame, _frame((123,), attn_only=1.61, ffn_only=2.5)], ignore_index=True)
+    text = chapter.finding(more, [])
+    assert ("FFNOnly at 3.340; at seed 123, which lacks Full and NoResidual, AttnOnly ends at 1.610 and FFNOnly at "
+            "2.500. ") in text
+    assert "FFNOnly stays at the floor in 2 of 3 seeds; seed 123 ends 0.835 below the floor, so the paper's collapse" in text
+    assert ("Chapter 12 does not queue Full and NoResidual at seeds 42 and 123 (chapter 6 plans them). Until they are "
+            "recorded there, those seeds count") in text
+    every = {"full", "attn_only", "ffn_only", "no_residual"}
+    assert chapter.beyond_sweep(chapter.split(more)[1], every, table=True) == (
+        "The table leaves out seeds 42 and 123, outside the central sweep (the seeds at which every variant has a run), "
+        "so that each row averages over the same seeds, as the scorecard does. AttnOnly seed 42 ends at 1.600 (best "
+        "1.580, 1.735 below the floor), FFNOnly seed 42 at 3.340 (best 3.320, at the floor), AttnOnly seed 123 at 1.610 "
+        "(best 1.590, 1.725 below the floor) and FFNOnly seed 123 at 2.500 (best 2.480, 0.835 below the floor).")
+    # each seed with the variants it lacks, in the finding and in what is not queued
+    uneven = pd.concat([frame, _frame((42,), full=1.70), _frame((123,), attn_only=1.61, ffn_only=3.34, no_residual=3.35)],
+                       ignore_index=True)
+    text = chapter.finding(uneven, [])
+    assert ("; at seed 42, which lacks NoResidual, Full ends at 1.700, AttnOnly at 1.600 and FFNOnly at 3.340; at seed "
+            "123, which lacks Full, AttnOnly ends at 1.610, FFNOnly at 3.340 and NoResidual at 3.350. ") in text
+    assert "Chapter 12 does not queue NoResidual at seed 42, nor Full at seed 123 (chapter 6 plans them)." in text
     # FFNOnly at seed 123 still to come: Full and NoResidual are the ones not queued
     assert "Still to come: FFNOnly at seed 123. Chapter 12 does not queue Full and NoResidual at seeds 42 and 123" in \
-        chapter.finding(more, [r for r in plan("12_paper_scale", "cpu") if (r.variant, r.seed) == ("ffn_only", 123)])
-    assert chapter.beyond_sweep(more[more.seed != 1337], table=True).endswith(
-        "as the scorecard does. AttnOnly seed 42 ends at 1.600 (best 1.580), FFNOnly seed 42 at 3.340 (at the floor) "
-        "and AttnOnly seed 123 at 1.610 (best 1.590).")
+        chapter.finding(more[more.index != more.index[-1]],
+                        [r for r in plan("12_paper_scale", "cpu") if (r.variant, r.seed) == ("ffn_only", 123)])
     # once every variant has seed 42, it joins the sweep and the means
     whole = pd.concat([frame, _frame((42,), full=1.70, no_residual=3.35)], ignore_index=True)
     text = chapter.finding(whole, [])
-    assert "left out" not in text and "the runs end with Full at 1.713 (mean of 2 seeds), AttnOnly at 1.561" in text
-    # a seed shared by no two variants leaves no sweep: no variant is set beside another
+    assert "lacks" not in text and "the runs end with Full at 1.713 (mean of 2 seeds), AttnOnly at 1.561" in text
+    # no seed shared by the variants leaves no sweep: none is set beside another, each is still said; a diverged run named
     apart = pd.concat([_frame(attn_only=1.52), _frame((42,), ffn_only=3.34)], ignore_index=True)
-    assert "no seed has a run of every variant recorded yet, so none is set beside another" in chapter.finding(apart, [])
+    apart.attrs["diverged"] = ["paper-10m full seed 1337 (key abc)"]
+    text = chapter.finding(apart, [])
+    assert ("no seed has a run of every variant recorded yet, so none is set beside another: at seed 1337, which lacks "
+            "FFNOnly, AttnOnly ends at 1.520; at seed 42, which lacks AttnOnly, FFNOnly ends at 3.340, against") in text
+    assert "AttnOnly's one seed recovers" in text and "FFNOnly stays at the floor, as in the paper's collapse" in text
+    assert "One run diverged and is in no figure here: paper-10m full seed 1337 (key abc)." in text
 
 
 def test_a_collapse_or_a_recovery_that_holds_in_some_seeds_only_is_named_seed_by_seed():
@@ -204,7 +229,7 @@ def test_the_chapter_reads_the_smoke_records(smoke_results):
     assert table.loc["AttnOnly", "final"] == f"{attn.final_val_loss.iloc[0]:.3f}"
     sweep, rest = chapter.split(records)
     assert set(sweep.seed) == {1337} and sorted(rest.variant) == ["attn_only", "ffn_only"] and set(rest.seed) == {42}
-    assert chapter.beyond_sweep(rest, table=True).startswith(
+    assert chapter.beyond_sweep(rest, set(sweep.variant), table=True).startswith(
         "The table leaves out seed 42, outside the central sweep (the seeds at which every variant has a run), so that "
         f"each row averages over the same seeds, as the scorecard does. There AttnOnly ends at {attn.final_val_loss.iloc[1]:.3f}")
     both = records[records.variant == "attn_only"]  # one variant alone: every seed is its sweep
@@ -224,6 +249,10 @@ def test_the_chapter_reads_the_smoke_records(smoke_results):
     assert uneven.loc["Full", "stand-in (smoke)"].endswith("(1 seed)")
     curves = chapter.mean_curves(records, stand_in)
     assert set(curves.profile) == {"smoke-paper", "smoke"} and set(curves.variant) == set(CENTRAL_VARIANTS)
+    # AttnOnly's curve at the paper's setting is seed 1337's alone, the sweep's, not a mean with seed 42's
+    own = read_record(attn.path.iloc[0])["curves"]
+    drawn = curves[(curves.profile == "smoke-paper") & (curves.variant == "attn_only")]
+    assert drawn.loss.tolist() == pytest.approx([x for t, x in zip(own["val"]["step"], own["val"]["loss"]) if t > 0])
     assert curves[curves.profile == "smoke-paper"].tokens.max() == 200 * 16 * 32  # steps × batch × context
     chapter.curves_figure(curves, records.eval_floor.iloc[0])  # every variant it draws has a colour
     alpha = chapter.alpha(records).set_index("variant")
@@ -288,7 +317,8 @@ def test_the_block_0_and_alpha_sentences_read_their_tables():
     assert "averages 0.500, no less than AttnOnly's 0.420" in chapter.alpha_text(table.assign(mean=[0.5, 0.42]), 0.02)
     assert chapter.alpha_text(table.tail(1), 0.02).endswith("The scorecard's verdict waits for Full, its control.")
     several = chapter.alpha_text(table.assign(seeds=[3, 3]), 0.02)
-    assert "its largest head 0.970 (each seed's own, averaged over its 3 seeds, as the scorecard reads them)," in several
+    assert ("its largest head 0.970 (each seed's own, averaged over the 3 seeds of the central sweep, as the scorecard "
+            "reads them),") in several
     assert "averaged over" not in text
 
 

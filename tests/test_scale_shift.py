@@ -46,3 +46,12 @@ def test_decided_claims_of_one_verdict_are_said_once_and_nothing_is_said_without
            "*C's ratio* (reproduced at `cpu`) and *D* (reproduced at `cpu`)." in opened and "differs" not in opened
     assert scorecard.scale_shift(grid.drop(columns="paper-10m"), "cpu") == ""
     assert scorecard.scale_shift(grid.assign(**{"paper-10m": "not run at this scale"}), "cpu") == ""
+
+
+def test_the_seeds_counted_are_those_every_variant_is_compared_over():
+    rows = [("attn_only", 1337), ("attn_only", 42), ("full", 1337), ("full", 123), ("ffn_only", 42), ("ffn_only", 1337)]
+    frame = pd.DataFrame(rows, columns=["variant", "seed"]).assign(
+        profile="paper-10m", status="ok", eval_mode="fixed", gain=1.0, deterministic=True, replicate=0, init_noise=0.0)
+    assert frame.groupby("variant").seed.nunique().min() == 2  # each variant has two seeds ...
+    assert scorecard.compared_seeds(frame) == 1  # ... but only seed 1337 has all three
+    assert scorecard.compared_seeds(frame.assign(profile="cpu")) == 0 and scorecard.compared_seeds(frame.head(0)) == 0

@@ -10,11 +10,13 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
+from ...core.text import in_words
 from ...run.architecture import CENTRAL_VARIANTS
 from ...run.profiles import BOOK_PROFILE, PAPER_SCALE, get_profile
 from ...storage.records import read_record
 from ...study import analysis, paper
-from ...study.sections import central_sweep
+from ...study.frames import usable
+from ...study.sections import central_sweep, controlled
 from .. import scorecard
 from ..names import display_name
 from ..plots import PALETTE, WIDTH
@@ -113,9 +115,11 @@ def split(records: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``records`` as the scorecard reads them: their central sweep (:func:`central_sweep`, the
     seeds at which every variant recorded has a usable run), which every comparison between
     variants on this page reads so that each variant is averaged over the same seeds, and the
-    runs left outside it (a seed queued for AttnOnly and FFNOnly alone), said on their own."""
+    usable controlled runs at the other seeds (a seed queued for AttnOnly and FFNOnly alone),
+    said on their own."""
     sweep = central_sweep(records)
-    return sweep, records[~records.index.isin(sweep.index)]
+    runs = controlled(usable(records))
+    return sweep, runs[~runs.seed.isin(set(sweep.seed))]
 
 
 def comparison(records: pd.DataFrame, stand_in: pd.DataFrame, stand_in_name: str) -> pd.DataFrame:
@@ -143,7 +147,6 @@ def comparison(records: pd.DataFrame, stand_in: pd.DataFrame, stand_in_name: str
     return narrow(pd.DataFrame(rows), f"stand-in ({stand_in_name})")
 
 
-
 def finding(records: pd.DataFrame, absent: list, study: str | None = "paper-10m") -> str:
     """The chapter's outcome in sentences, for its opening and the introduction: where each
     variant ended at the paper's setting, seed by seed against the floor, and against the paper."""
@@ -155,25 +158,28 @@ def finding(records: pd.DataFrame, absent: list, study: str | None = "paper-10m"
                 f"{'are' if len(absent) > 1 else 'is'} still to come.")
     p = get_profile(records.profile.iloc[0])
     values, (sweep, rest) = paper_values(), split(records)
+    runs = pd.concat([sweep, rest])  # every usable run: a claim about one variant reads all its seeds
     means = sweep.groupby("variant")[["final_val_loss", "best_val_loss"]].mean()
     seeds = sweep.groupby("variant").size()
     ends = listing(f"{display_name(v)} at {means.loc[v, 'final_val_loss']:.3f}"
                    + (f" (mean of {seeds[v]} seeds)" if seeds[v] > 1 else "") for v in CENTRAL_VARIANTS if v in seeds)
     setting = (f"At the paper's own setting (`{p.name}`: {p.training_tokens / 1e6:.3g}M training tokens, trained "
                f"here {scorecard.how_trained(records)}), ")
-    floor = f"against a floor of {float(records.eval_floor.mean()):.3f}."
+    floor = f"against a floor of {float(records.eval_floor.mean()):.3f}"
     common = list(dict.fromkeys(int(s) for s in seed_order(sweep).seed))
+    beyond = beyond_sweep(rest, set(runs.variant))
     if len(records) == 1:
         run = records.iloc[0]
         text = (setting + f"the one run recorded so far, {display_name(run.variant)} seed {run.seed}, ends at "
-                f"{run.final_val_loss:.3f}, " + floor)
+                f"{run.final_val_loss:.3f}, {floor}.")
     elif not len(sweep):
-        text = setting + "no seed has a run of every variant recorded yet, so none is set beside another, " + floor
+        text = (setting + "no seed has a run of every variant recorded yet, so none is set beside another"
+                + (f": {beyond}" if beyond else "") + f", {floor}.")
     elif len(rest):
         text = (setting + f"the runs of the central sweep ({plural('seed', len(common))} {listing(map(str, common))}, "
-                f"at which every variant has a run) end with {ends}, " + floor)
+                f"at which every variant has a run) end with {ends}, {floor}; {beyond}.")
     else:
-        text = setting + f"the runs end with {ends}, " + floor
+        text = setting + f"the runs end with {ends}, {floor}."
     said = []  # one sentence a variant, in the order the ends above are listed
     if "full" in seeds:
         best = means.loc["full", "best_val_loss"]
@@ -184,13 +190,19 @@ def finding(records: pd.DataFrame, absent: list, study: str | None = "paper-10m"
                     "its `shakespeare_char` run, the recipe this setting follows"
                     + (f"; its validation loss then rises as it overfits, ending {rise:.3f} nats above its best"
                        if rise > OVERFIT else ""))
-    if "attn_only" in seeds:
-        said.append(_attn_sentence(sweep[sweep.variant == "attn_only"], values, lone=len(records) == 1))
-    if "ffn_only" in seeds:
-        said.append(_ffn_sentence(sweep[sweep.variant == "ffn_only"], values))
-    if "no_residual" in seeds:
-        said.append(_no_residual_sentence(sweep[sweep.variant == "no_residual"], values))
-    text += "".join(f" {sentence}." for sentence in said) + beyond_sweep(rest)
+    of = {v: runs[runs.variant == v] for v in CENTRAL_VARIANTS}
+    if len(of["attn_only"]):
+        said.append(_attn_sentence(of["attn_only"], values, lone=len(records) == 1,
+                                   compared=sweep[sweep.variant == "attn_only"]))
+    if len(of["ffn_only"]):
+        said.append(_ffn_sentence(of["ffn_only"], values))
+    if len(of["no_residual"]):
+        said.append(_no_residual_sentence(of["no_residual"], values))
+    text += "".join(f" {sentence}." for sentence in said)
+    bad = records.attrs.get("diverged") or []
+    if bad:
+        text += (f" {in_words(len(bad)).capitalize()} {plural('run', len(bad))} diverged and "
+                 f"{'is' if len(bad) == 1 else 'are'} in no figure here: {listing(bad)}.")
     if absent:
         text += f" Still to come: {still_to_come(absent)}."
     text += outside_sweep(records, absent)

@@ -26,7 +26,8 @@ def layer0_note() -> str:
             f"{analysis.LAYER0_FROM:.0%} of the {analysis.PAPER_10M_STEPS:,} steps of `paper-10m`, which takes nanoGPT's "
             "schedule (the summary gives none), so the table reads each "
             f"run from {analysis.LAYER0_FROM:.0%} of its steps on; a norm below {analysis.LAYER0_ZERO:g} rounds to "
-            f"{0:.3f}.")
+            f"{0:.3f}. Each row reads every seed of its variant, as the scorecard's claims on block 0, each about one "
+            "variant, do, so a row may count seeds that the comparisons between variants leave out.")
 
 
 def layer0(records: pd.DataFrame) -> pd.DataFrame:
@@ -109,7 +110,8 @@ def alpha_text(table: pd.DataFrame, uniform: float) -> str:
         return f"Attention spread evenly over the causal window would give α_tt = {uniform:.3f}."
     attn, line = rows.loc["AttnOnly"], scorecard.ALPHA_NEAR_ONE
     seeds = int(attn["seeds"])
-    over = f" (each seed's own, averaged over its {seeds} seeds, as the scorecard reads them)" if seeds > 1 else ""
+    over = (f" (each seed's own, averaged over the {seeds} seeds of the central sweep, as the scorecard reads them)"
+            if seeds > 1 else "")
     text = (f"AttnOnly's α_tt averages {attn['mean']:.3f} over its layers and heads; its most self-attending layer "
             f"averages {attn['best layer']:.3f} and its largest head {attn['largest head']:.3f}{over}, against "
             f"{uniform:.3f} for attention spread evenly over the causal window and the {line:g} the scorecard asks "

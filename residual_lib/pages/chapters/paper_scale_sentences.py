@@ -85,12 +85,21 @@ def _conclusion() -> tuple[float, float] | None:
     return (float(row.value.iloc[0]), float(row["std"].iloc[0])) if len(row) and pd.notna(row["std"].iloc[0]) else None
 
 
-def _attn_sentence(attn: pd.DataFrame, values: pd.DataFrame, lone: bool = False) -> str:
+def _attn_sentence(attn: pd.DataFrame, values: pd.DataFrame, lone: bool = False,
+                   compared: pd.DataFrame | None = None) -> str:
+    """AttnOnly's recovery, seed by seed over every seed of ``attn``, and its mean against the
+    paper's over ``compared`` (its runs in the central sweep, which the scorecard's comparisons
+    read; all of ``attn`` where None or empty), said as such where the two differ."""
     states = [status(x, f) for x, f in zip(attn.final_val_loss, attn.eval_floor)]
     paper_value = values.loc["attn_only", "value"]
     n, mean = len(attn), attn.final_val_loss.mean()
     if all(s == "recovered" for s in states):
         who = "AttnOnly recovers in every seed" if n > 1 else "It recovers" if lone else "AttnOnly's one seed recovers"
+        if compared is not None and len(compared) and len(compared) < n:
+            common = [int(s) for s in seed_order(compared).seed]
+            who = (f"AttnOnly recovers in every seed ({listing(int(s) for s in seed_order(attn).seed)}); over the "
+                   f"central sweep ({plural('seed', len(common))} {listing(common)}) it")
+            mean = compared.final_val_loss.mean()
         rel, tol, off = abs(mean - paper_value) / paper_value, scorecard.REL_TOL, _than(mean, paper_value)
         band = f" ({rel:.1%} of it, {'within' if rel <= tol else 'outside'} the {tol:.0%} the scorecard counts as agreeing"
         spread = values.loc["attn_only", "std"]
@@ -102,7 +111,8 @@ def _attn_sentence(attn: pd.DataFrame, values: pd.DataFrame, lone: bool = False)
                 k = abs(mean - other[0]) / other[1]
                 band += (f"; its conclusion gives {other[0]:.3f} ± {other[1]:.3f} instead, from which this lies "
                          + (f"{k:.1f}" if k < 10 else f"{k:.0f}") + " standard deviations")
-        return f"{who}, ending {off} the paper's {paper_value:.3f}{band + ')' if off != 'level with' else ''}"
+        ending = " ends" if who.endswith(" it") else ", ending"
+        return f"{who}{ending} {off} the paper's {paper_value:.3f}{band + ')' if off != 'level with' else ''}"
     stuck = [int(s) for s, st in zip(attn.seed, states) if st != "recovered"]
     margin = scorecard.RECOVERY_MARGIN
     if len(stuck) == n:
@@ -113,33 +123,38 @@ def _attn_sentence(attn: pd.DataFrame, values: pd.DataFrame, lone: bool = False)
             f"where the paper reports recovery in every seed at {paper_value:.3f}")
 
 
-
-
-def beyond_sweep(rest: pd.DataFrame, table: bool = False) -> str:
-    """The runs of ``rest``, those outside the central sweep (seeds at which not every variant
-    recorded has a run), in sentences: each run's final loss, and its best where ``table`` (under
-    the comparison table, which leaves them out); otherwise the finding's closing sentence,
-    opening with a space. Nothing where there are none."""
+def beyond_sweep(rest: pd.DataFrame, variants, table: bool = False) -> str:
+    """The runs of ``rest``, those at seeds outside the central sweep (seeds that lack one of
+    ``variants``, the central variants recorded), with each run's final loss. Under the comparison
+    table (``table``), which leaves them out, sentences with each run's best and its place against
+    the floor; otherwise a clause for the finding's opening, seed by seed with the variants each
+    seed lacks ("at seed 42, which lacks Full and NoResidual, AttnOnly ends at 1.532 and ...; at
+    seed 123, ...").
+    Nothing where there are none."""
     if not len(rest):
         return ""
     rest = seed_order(rest)
     seeds = list(dict.fromkeys(int(s) for s in rest.seed))
+    if not table:
+        def at(seed: int) -> str:
+            runs = rest[rest.seed == seed]
+            lacks = [display_name(v) for v in CENTRAL_VARIANTS if v in set(variants) - set(runs.variant)]
+            ends = listing(f"{display_name(r.variant)} {'ends ' if i == 0 else ''}at {r.final_val_loss:.3f}"
+                           for i, r in enumerate(runs.itertuples()))
+            return f"at seed {seed}, which lacks {listing(lacks)}, {ends}"
+
+        return "; ".join(at(s) for s in seeds)
     one = len(seeds) == 1
 
     def run(i: int, r) -> str:
         name = display_name(r.variant) + ("" if one else f" seed {r.seed}")
-        if getattr(r, "status", "ok") == "diverged":
-            return f"{name} diverged"
-        state = status(r.final_val_loss, r.eval_floor)
-        best = f" (best {r.best_val_loss:.3f})" if table and r.best_val_loss < r.final_val_loss - 0.0005 else ""
-        where = {"floor": " (at the floor)", "above": " (above the floor)"}.get(state, best)
-        return f"{name} {'ends ' if i == 0 else ''}at {r.final_val_loss:.3f}{where}"
+        gap = r.eval_floor - r.final_val_loss
+        where = ("at the floor" if status(r.final_val_loss, r.eval_floor) == "floor"
+                 else f"{abs(gap):.3f} {'below' if gap > 0 else 'above'} the floor")
+        return f"{name} {'ends ' if i == 0 else ''}at {r.final_val_loss:.3f} (best {r.best_val_loss:.3f}, {where})"
 
     runs = listing(run(i, r) for i, r in enumerate(rest.itertuples()))
     which = f"{plural('seed', len(seeds))} {listing(str(s) for s in seeds)}"
-    if table:
-        return (f"The table leaves out {which}, outside the central sweep (the seeds at which every variant has a "
-                "run), so that each row averages over the same seeds, as the scorecard does. "
-                + (f"There {runs}." if one else f"{runs}."))
-    return f" {which.capitalize()} {'is' if one else 'are'} left out of these figures: " + \
-        (f"there {runs}." if one else f"{runs}.")
+    return (f"The table leaves out {which}, outside the central sweep (the seeds at which every variant has a "
+            "run), so that each row averages over the same seeds, as the scorecard does. "
+            + (f"There {runs}." if one else f"{runs}."))

@@ -71,16 +71,21 @@ def outside_sweep(records: pd.DataFrame, absent: list) -> str:
     """A sentence on the seeds this chapter queues without every variant: the scorecard compares
     variants over the central sweep, the seeds at which every variant recorded has a run
     (:func:`residual_lib.study.sections.sweep_seeds`), so until the others are recorded there
-    (chapter 6 plans them), such a seed counts only for the claims about one variant's seeds; or nothing."""
+    (chapter 6 plans them), such a seed counts only for the claims about one variant's seeds; each
+    seed with the variants it lacks, seeds that lack the same ones said together; or nothing."""
     have = {(v, int(s)) for v, s in zip(records.variant, records.seed)} | {(run.variant, run.seed) for run in absent}
     full = sweep_seeds(pd.DataFrame(sorted(have), columns=["variant", "seed"]))  # the scorecard's own selection
     order = {s: i for i, s in enumerate(PAPER_SEEDS)}  # as the plan queues them
     seeds = sorted({s for _, s in have} - set(full), key=lambda s: (order.get(s, len(order)), s))
-    lacking = [v for v in CENTRAL_VARIANTS if any(w == v for w, _ in have) and all((v, s) not in have for s in seeds)]
-    if not seeds or not lacking:
+    recorded = [v for v in CENTRAL_VARIANTS if any(w == v for w, _ in have)]
+    lacks: dict[tuple, list[int]] = {}  # the variants a seed lacks: the seeds that lack just those
+    for seed in seeds:
+        lacks.setdefault(tuple(v for v in recorded if (v, seed) not in have), []).append(seed)
+    if not seeds:
         return ""
-    return (f" Chapter 12 does not queue {listing(display_name(v) for v in lacking)} at {plural('seed', len(seeds))} "
-            f"{listing(str(s) for s in seeds)} (chapter 6 plans them). Until they are recorded there, "
-            f"{'that seed counts' if len(seeds) == 1 else 'those seeds count'} for the claims about one variant's seeds, such as FFNOnly's collapse in every seed, and for no "
-            "comparison between variants: the scorecard compares variants only over the seeds at which every "
-            "variant has a run.")
+    which = ", nor ".join(f"{listing(display_name(v) for v in group)} at {plural('seed', len(at))} "
+                          f"{listing(map(str, at))}" for group, at in lacks.items())
+    return (f" Chapter 12 does not queue {which} (chapter 6 plans them). Until they are recorded there, "
+            f"{'that seed counts' if len(seeds) == 1 else 'those seeds count'} for the claims about one variant's seeds, "
+            "such as FFNOnly's collapse in every seed, and for no comparison between variants: the scorecard compares "
+            "variants only over the seeds at which every variant has a run.")

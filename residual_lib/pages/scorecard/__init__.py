@@ -47,7 +47,7 @@ from .claims import CLAIMS, TITLES, Claim
 from .html import (EVIDENCE, GRID_LABELS, badge, claim_anchor, claims_html, grid, grid_html, grid_note, how_trained,
                    legend, ours_text, profiles_sentence, section_view, verdict_box, verdict_slug)
 from .limits import ESCAPE_CONFIDENCE, THRESHOLDS, Threshold, thresholds
-from .prose import count_sentence, headline, scale_shift, stand_in_scope
+from .prose import compared_seeds, count_sentence, headline, scale_shift, stand_in_scope
 from .rule import PAPER_SCALE, RULES, VERDICTS, Rule, profiles_for_scale, stand_ins
 from .sensitivity import fragile, sensitivity, threshold_table
 from .verdicts import build, scale_note
@@ -65,6 +65,6 @@ __all__ = [
     "ALPHA_NEAR_ONE", "CLAIMS", "EVIDENCE", "Claim", "DRIFT_REL", "ESCAPE_CONFIDENCE", "FLOOR_TOL", "GAIN_TOL", "GRID_LABELS",
     "LAYER0_FROM", "LAYER0_ZERO", "NOISE_SHARE", "PAPER_SCALE", "RECOVERY_MARGIN", "REL_TOL", "RULES", "Rule",
     "SEED_SPREAD", "SPREAD_TOL", "THRESHOLDS", "TITLES", "Threshold", "VERDICTS", "badge", "build", "claim_anchor",
-    "claims_html", "count_sentence", "fragile", "grid", "grid_html", "grid_note", "how_trained", "legend", "ours_text", "profiles_sentence", "headline", "profiles_for_scale", "scale_note", "scale_shift", "stand_in_scope",
+    "claims_html", "compared_seeds", "count_sentence", "fragile", "grid", "grid_html", "grid_note", "how_trained", "legend", "ours_text", "profiles_sentence", "headline", "profiles_for_scale", "scale_note", "scale_shift", "stand_in_scope",
     "section_view", "sensitivity", "stand_ins", "threshold_table", "thresholds", "verdict_box", "verdict_slug",
 ]

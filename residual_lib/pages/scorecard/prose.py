@@ -170,6 +170,13 @@ def stand_in_scope(stand_in: str = BOOK_PROFILE) -> str:
 _OPEN = {"not run at this scale", "not testable here"}
 
 
+def compared_seeds(records: pd.DataFrame, study: str = "paper-10m") -> int:
+    """How many seeds ``study``'s variants are compared over: those of its central sweep, the
+    seeds at which every variant recorded there has a run (not the fewest seeds a variant has,
+    which counts seeds another variant lacks)."""
+    return int(central_sweep(records[records.profile == study]).seed.nunique()) if len(records) else 0
+
+
 def scale_shift(verdicts: pd.DataFrame, stand_in: str = BOOK_PROFILE, study: str = "paper-10m",
                 seeds: int | None = None, link: bool = True) -> str:
     """What the paper's setting ``study`` changes on the verdict grid (:func:`.html.grid`): set
@@ -177,8 +184,8 @@ def scale_shift(verdicts: pd.DataFrame, stand_in: str = BOOK_PROFILE, study: str
     :data:`DROPOUT_TWIN`), else beside the stand-in, which verdicts differ, which the stand-in
     decides and ``study`` leaves open, which the stand-in leaves inconclusive and ``study``
     decides, and how many stay; nothing where ``study`` has no column or no claim is judged at both.
-    ``seeds``: the seeds of ``study``'s central sweep, over which its variants are compared (one is
-    said); ``link``: whether to point
+    ``seeds``: how many seeds ``study``'s central sweep has, over which its variants are compared
+    (:func:`compared_seeds`; one is said); ``link``: whether to point
     to the scorecard (not on the scorecard itself)."""
     twin = DROPOUT_TWIN.get(stand_in)
     base = twin if twin in verdicts.columns and verdicts[twin].notna().any() else stand_in

@@ -26,8 +26,8 @@ def layer0_note() -> str:
             f"{analysis.LAYER0_FROM:.0%} of the {analysis.PAPER_10M_STEPS:,} steps of `paper-10m`, which takes nanoGPT's "
             "schedule (the summary gives none), so the table reads each "
             f"run from {analysis.LAYER0_FROM:.0%} of its steps on; a norm below {analysis.LAYER0_ZERO:g} rounds to "
-            f"{0:.3f}. Each row reads every seed of its variant, as the scorecard's claims on block 0, each about one "
-            "variant, do, so a row may count seeds that the comparisons between variants leave out.")
+            f"{0:.3f}. Each row reads every seed of its variant, as the scorecard's block-0 claims (each about one "
+            "variant) do, so a row may count seeds that the comparisons between variants leave out.")
 
 
 def layer0(records: pd.DataFrame) -> pd.DataFrame:

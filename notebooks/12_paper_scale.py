@@ -59,10 +59,9 @@ glue("paper_scale_about", Prose(chapter.comparison_note(stand_in_profile, full_s
 glue("paper_scale_layer0_about", Prose(chapter.layer0_note()))
 box = chapter.verdict_box(records, study, stand_in_profile, every_run)
 display(Markdown(box) if isinstance(box, str) else box)
-none = Markdown(
+no_run = Markdown("No run of the paper's setting is recorded yet.")
+none = no_run if not len(records) else Markdown(
     "No seed of the paper's setting has a run of every variant recorded yet."
-    if len(records)
-    else "No run of the paper's setting is recorded yet."
 )
 
 # %% [markdown]
@@ -76,8 +75,7 @@ if len(sweep):
     compared = chapter.comparison(records, stand_in, stand_in_profile)
     display(table(compared, anchor="tab-paper-scale"))
     if len(outside):  # seeds without every variant: said, not averaged
-        variants = set(sweep.variant)
-        display(Markdown(chapter.beyond_sweep(outside, variants, table=True)))
+        display(Markdown(chapter.beyond_sweep(outside, table=True)))
     display(Markdown(chapter.overfit_text(records)))
 else:
     display(none)
@@ -107,7 +105,7 @@ else:
 layer0 = chapter.layer0(records)
 if len(layer0):
     display(table(layer0, decimals={"share at 0.000": 2}))
-display(Markdown(chapter.layer0_text(layer0, records)) if len(layer0) else none)
+display(Markdown(chapter.layer0_text(layer0, records)) if len(layer0) else no_run)
 
 # %% [markdown]
 # ## Attention to a position's own token

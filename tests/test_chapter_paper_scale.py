@@ -112,9 +112,9 @@ def test_one_run_is_named_and_the_runs_still_to_come_are_said_by_seed():
     assert text.endswith("Still to come: FFNOnly, Full and NoResidual at seed 1337, then AttnOnly and FFNOnly at "
                          "seeds 42 and 123. Chapter 12 does not queue Full and NoResidual at seeds 42 and 123 "
                          "(chapter 6 plans them). Until they are recorded there, those seeds count for the claims "
-                         "about one variant's seeds, such as FFNOnly's collapse in every seed, and for no comparison "
-                         "between variants: the scorecard compares variants only over the seeds at which every "
-                         "variant has a run.")
+                         "that read every seed of one variant, such as whether FFNOnly collapses in every seed and "
+                         "whether block 0 is starved, and for no comparison between variants: the scorecard compares "
+                         "variants only over the seeds at which every variant has a run.")
     # once every variant is planned (or recorded) at a seed, nothing is said
     assert chapter.outside_sweep(_frame(attn_only=1.522), planned[1:4]) == ""
     assert chapter.still_to_come(planned[-1:]) == "FFNOnly at seed 123"
@@ -133,9 +133,12 @@ def test_seeds_without_every_variant_join_no_comparison_and_are_said_on_their_ow
     # recovery and collapse are claims about every seed; AttnOnly's distance from the paper is read as the scorecard does
     assert ("AttnOnly recovers in every seed (1337 and 42); over the central sweep (seed 1337) it ends 0.058 below the "
             "paper's 1.580 (3.7% of it,") in text
-    assert "FFNOnly stays at the floor in every seed, as in the paper's collapse, ending 0.006 below" in text
+    assert ("FFNOnly stays at the floor in every seed (1337 and 42), as in the paper's collapse; over the central sweep "
+            "(seed 1337) it ends 0.001 below the paper's 3.350") in text  # 3.349, as the opening and the table have it
+    assert "NoResidual ends at the floor, 0.008 below the paper's 3.356." in text and "Full's best loss is 1.7051" in text
     assert ("Chapter 12 does not queue Full and NoResidual at seed 42 (chapter 6 plans them). Until they are recorded "
-            "there, that seed counts for the claims about one variant's seeds") in text  # said with nothing to come
+            "there, that seed counts for the claims that read every seed of one variant, such as whether FFNOnly "
+            "collapses in every seed and whether block 0 is starved, and for no comparison") in text  # nothing to come
     alone = frame[frame.seed == 1337]
     later = frame.assign(best_val_loss=frame.best_val_loss.where(frame.seed == 1337, frame.final_val_loss - 0.3))
     assert chapter.overfit_text(later) == chapter.overfit_text(alone)  # over the same seeds as the table above it
@@ -151,16 +154,22 @@ def test_seeds_without_every_variant_join_no_comparison_and_are_said_on_their_ow
     every = {"full", "attn_only", "ffn_only", "no_residual"}
     assert chapter.beyond_sweep(chapter.split(more)[1], every, table=True) == (
         "The table leaves out seeds 42 and 123, outside the central sweep (the seeds at which every variant has a run), "
-        "so that each row averages over the same seeds, as the scorecard does. AttnOnly seed 42 ends at 1.600 (best "
-        "1.580, 1.735 below the floor), FFNOnly seed 42 at 3.340 (best 3.320, at the floor), AttnOnly seed 123 at 1.610 "
-        "(best 1.590, 1.725 below the floor) and FFNOnly seed 123 at 2.500 (best 2.480, 0.835 below the floor).")
+        "so that every row reads the same seeds, as the scorecard's comparisons do. AttnOnly seed 42 ends at 1.600, "
+        "1.735 below the floor (best 1.580), FFNOnly seed 42 at 3.340, at the floor (best 3.320), AttnOnly seed 123 at "
+        "1.610, 1.725 below the floor (best 1.590) and FFNOnly seed 123 at 2.500, 0.835 below the floor (best 2.480).")
+    assert "(best" not in chapter.beyond_sweep(chapter.split(more.assign(best_val_loss=more.final_val_loss))[1],
+                                               table=True)  # a run whose last evaluation is its best
     # each seed with the variants it lacks, in the finding and in what is not queued
-    uneven = pd.concat([frame, _frame((42,), full=1.70), _frame((123,), attn_only=1.61, ffn_only=3.34, no_residual=3.35)],
+    uneven = pd.concat([frame, _frame((42,), full=1.70), _frame((123,), attn_only=1.61, ffn_only=3.34, no_residual=3.36)],
                        ignore_index=True)
     text = chapter.finding(uneven, [])
     assert ("; at seed 42, which lacks NoResidual, Full ends at 1.700, AttnOnly at 1.600 and FFNOnly at 3.340; at seed "
-            "123, which lacks Full, AttnOnly ends at 1.610, FFNOnly at 3.340 and NoResidual at 3.350. ") in text
+            "123, which lacks Full, AttnOnly ends at 1.610, FFNOnly at 3.340 and NoResidual at 3.360. ") in text
     assert "Chapter 12 does not queue NoResidual at seed 42, nor Full at seed 123 (chapter 6 plans them)." in text
+    # Full's and NoResidual's figures against the paper and nanoGPT are the sweep's, and said to be
+    assert "Full's best loss over the central sweep (seed 1337) is 1.7051, 0.235 above the best of 1.4697" in text
+    assert ("NoResidual ends at the floor in every seed (1337 and 123); over the central sweep (seed 1337) it ends "
+            "0.008 below the paper's 3.356.") in text
     # FFNOnly at seed 123 still to come: Full and NoResidual are the ones not queued
     assert "Still to come: FFNOnly at seed 123. Chapter 12 does not queue Full and NoResidual at seeds 42 and 123" in \
         chapter.finding(more[more.index != more.index[-1]],
@@ -171,12 +180,27 @@ def test_seeds_without_every_variant_join_no_comparison_and_are_said_on_their_ow
     assert "lacks" not in text and "the runs end with Full at 1.713 (mean of 2 seeds), AttnOnly at 1.561" in text
     # no seed shared by the variants leaves no sweep: none is set beside another, each is still said; a diverged run named
     apart = pd.concat([_frame(attn_only=1.52), _frame((42,), ffn_only=3.34)], ignore_index=True)
-    apart.attrs["diverged"] = ["paper-10m full seed 1337 (key abc)"]
     text = chapter.finding(apart, [])
-    assert ("no seed has a run of every variant recorded yet, so none is set beside another: at seed 1337, which lacks "
-            "FFNOnly, AttnOnly ends at 1.520; at seed 42, which lacks AttnOnly, FFNOnly ends at 3.340, against") in text
-    assert "AttnOnly's one seed recovers" in text and "FFNOnly stays at the floor, as in the paper's collapse" in text
-    assert "One run diverged and is in no figure here: paper-10m full seed 1337 (key abc)." in text
+    assert ("no seed has a run of every variant recorded yet, so no variant is set beside another. The floor is 3.335; "
+            "at seed 1337, which lacks FFNOnly, AttnOnly ends at 1.520; at seed 42, which lacks AttnOnly, FFNOnly ends "
+            "at 3.340. AttnOnly's one seed recovers") in text
+    assert "FFNOnly stays at the floor, as in the paper's collapse" in text
+
+
+def test_a_diverged_run_is_named_and_still_counts_as_queued():
+    frame = pd.concat([_frame(full=1.7251, attn_only=1.5217, ffn_only=3.3488, no_residual=3.3479),
+                       _frame((42,), attn_only=1.60, ffn_only=3.34), _frame((123,), attn_only=1.61)], ignore_index=True)
+    frame.attrs["diverged_runs"] = [("ffn_only", 123)]
+    text = chapter.finding(frame, [])
+    assert ("FFNOnly stays at the floor in every seed (1337 and 42), as in the paper's collapse; over the central sweep "
+            "(seed 1337) it ends 0.001 below the paper's 3.350") in text  # the seeds that finished
+    assert " FFNOnly seed 123 diverged (a non-finite loss) and is left out of every number here." in text
+    assert "Chapter 12 does not queue Full and NoResidual at seeds 42 and 123 (chapter 6 plans them)." in text
+    none = _frame().head(0)
+    none.attrs["diverged_runs"] = [("attn_only", 1337)]
+    assert chapter.finding(none, plan("12_paper_scale", "cpu")[1:]) == (
+        "No `paper-10m` run is recorded yet: the 8 runs of the paper's own setting this chapter plans are still to come "
+        "or diverged. AttnOnly seed 1337 diverged (a non-finite loss) and is left out of every number here.")
 
 
 def test_a_collapse_or_a_recovery_that_holds_in_some_seeds_only_is_named_seed_by_seed():
@@ -195,7 +219,7 @@ def test_a_collapse_or_a_recovery_that_holds_in_some_seeds_only_is_named_seed_by
     assert above.endswith("NoResidual does not end at the floor: seed 1337 ends 0.095 above the floor, where the "
                           "paper's NoResidual ends at 3.356.")
     held = chapter.finding(_frame(seeds, no_residual=[3.34, 3.33, 3.335]), [])
-    assert "NoResidual ends at the floor in every seed, 0.021 below the paper's 3.356." in held
+    assert "NoResidual ends at the floor in every seed (1337, 42 and 123), 0.021 below the paper's 3.356." in held
     between = chapter.finding(_frame(attn_only=3.20), [])  # below the floor, short of the recovery margin
     assert "AttnOnly does not recover: it ends 0.135 below the floor, not the 0.5 nats below it" in between
     assert [chapter.status(x, 3.335) for x in (3.30, 3.40, 3.0, 2.8)] == ["floor", "above", "between", "recovered"]
@@ -231,7 +255,8 @@ def test_the_chapter_reads_the_smoke_records(smoke_results):
     assert set(sweep.seed) == {1337} and sorted(rest.variant) == ["attn_only", "ffn_only"] and set(rest.seed) == {42}
     assert chapter.beyond_sweep(rest, set(sweep.variant), table=True).startswith(
         "The table leaves out seed 42, outside the central sweep (the seeds at which every variant has a run), so that "
-        f"each row averages over the same seeds, as the scorecard does. There AttnOnly ends at {attn.final_val_loss.iloc[1]:.3f}")
+        f"every row reads the same seeds, as the scorecard's comparisons do. There AttnOnly ends at "
+        f"{attn.final_val_loss.iloc[1]:.3f}")
     both = records[records.variant == "attn_only"]  # one variant alone: every seed is its sweep
     two = chapter.comparison(both, stand_in, "smoke").set_index("variant")
     # no line break inside "mean ± std" in a cell
@@ -302,6 +327,8 @@ def test_the_chapter_reads_the_smoke_records(smoke_results):
 def test_the_block_0_and_alpha_sentences_read_their_tables():
     note = chapter.layer0_note()
     assert note.startswith("The paper reports block 0's gradient norm at exactly 0.000 from step 300 on")
+    assert note.endswith("Each row reads every seed of its variant, as the scorecard's block-0 claims (each about one "
+                         "variant) do, so a row may count seeds that the comparisons between variants leave out.")
     assert ("about 0.114 for Full. Step 300 is 6% of the 5,000 steps of `paper-10m`, which takes nanoGPT's schedule "
             "(the summary gives none), so the table reads each run from 6% of its steps on") in note
     table = pd.DataFrame({"variant": ["Full", "AttnOnly"], "seeds": [1, 1], "mean": [0.1, 0.42],
@@ -381,6 +408,8 @@ def test_the_ladder_sets_its_top_rung_beside_the_papers_setting(smoke_results):
     assert table.set_index("variant").loc["FFNOnly", "smoke-paper (0.102M tokens)"] == (
         f"{ffn[ffn.seed == 1337].final_val_loss.iloc[0]:.3f} (1 seed)")
     assert "(1.33 times as many)" in text and "dropout 0 against 0.2 and steps 150 against 200" in text
+    assert text.endswith(" The `smoke-paper` column reads its central sweep (seed 1337), the seeds at which every "
+                         "variant has a run, and leaves out seed 42, at which not every variant has one.")
     full = [every[(every.profile == p) & (every.variant == "full") & (every.seed.isin([1337, 42]))
                   & (every.eval_mode == "fixed") & (every.gain == 1)].final_val_loss.mean()
             for p in ("smoke", "smoke-paper")]

@@ -68,6 +68,7 @@ def ensure(
     out = usable(frame).reset_index(drop=True)
     out.attrs["diverged"] = [f"{r.profile} {r.variant} seed {r.seed} (key {r.key})"
                              for r in diverged(frame).itertuples()]
+    out.attrs["diverged_runs"] = [(r.variant, int(r.seed)) for r in diverged(frame).itertuples()]  # for sentences
     out.attrs["missing"] = absent  # the runs left out (skip_missing)
     out.attrs["profile"], out.attrs["results_dir"] = profile, str(results)  # what the page shows
     return out

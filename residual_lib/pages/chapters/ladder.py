@@ -245,7 +245,22 @@ def two_budgets(every_run: pd.DataFrame, rungs, profile: str) -> tuple[pd.DataFr
             "not the tokens alone.")
     if not any(len(p) for p in sides.values()):
         return pd.DataFrame(), "Neither the top rung nor the paper's setting has records yet."
-    return pd.DataFrame(rows), text + _budget_reading(sides[top], sides[paper])
+    return pd.DataFrame(rows), text + _budget_reading(sides[top], sides[paper]) + _left_out(every_run, sides)
+
+
+def _left_out(every_run: pd.DataFrame, sides: dict) -> str:
+    """A sentence for each side whose runs include seeds outside its central sweep (seeds some
+    variant lacks): the column reads only the sweep, as the scorecard's comparisons do."""
+    text = ""
+    for name, sweep in sides.items():
+        runs = controlled(usable(every_run[every_run.profile == name])) if len(every_run) else every_run
+        other = sorted({int(s) for s in runs.seed} - {int(s) for s in sweep.seed}) if len(runs) else []
+        if other:
+            kept = sorted({int(s) for s in sweep.seed})
+            text += (f" The `{name}` column reads its central sweep ({plural('seed', len(kept))} {listing(map(str, kept))}),"
+                     f" the seeds at which every variant has a run, and leaves out {plural('seed', len(other))} "
+                     f"{listing(map(str, other))}, at which not every variant has one.")
+    return text
 
 
 def _budget_reading(low: pd.DataFrame, high: pd.DataFrame) -> str:

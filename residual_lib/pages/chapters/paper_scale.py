@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from ...core.text import in_words
 from ...run.architecture import CENTRAL_VARIANTS
 from ...run.profiles import BOOK_PROFILE, PAPER_SCALE, get_profile
 from ...storage.records import read_record
@@ -21,7 +20,8 @@ from .. import scorecard
 from ..names import display_name
 from ..plots import PALETTE, WIDTH
 from ..tables import listing, mean_std, missing_runs, narrow, plural, still_to_come  # noqa: F401 (the notebook's)
-from .paper_scale_sentences import _attn_sentence, _ffn_sentence, _no_residual_sentence, _than, beyond_sweep, seed_order
+from .paper_scale_sentences import (_attn_sentence, _ffn_sentence, _no_residual_sentence, _than, beyond_sweep,
+                                    over_sweep, seed_order)
 from .paper_scale_sentences import status  # noqa: F401 (the notebook's)
 from .paper_scale_setting import cost, outside_sweep, recipe  # noqa: F401 (the notebook's)
 from .paper_scale_inside import (ALPHA_HEADERS, alpha, alpha_text, layer0, layer0_note,  # noqa: F401 (the notebook's)
@@ -152,10 +152,14 @@ def finding(records: pd.DataFrame, absent: list, study: str | None = "paper-10m"
     variant ended at the paper's setting, seed by seed against the floor, and against the paper."""
     if study is None:
         return "No profile runs the paper's setting beside this one."
+    gone = [(v, int(seed)) for v, seed in records.attrs.get("diverged_runs", [])]  # neither recorded nor to come
+    broke = (f" {listing(f'{display_name(v)} seed {seed}' for v, seed in gone)} diverged (a non-finite loss) and "
+             f"{'is' if len(gone) == 1 else 'are'} left out of every number here." if gone else "")
     if not len(records):
-        planned = f"the {len(absent)} runs" if len(absent) > 1 else "the run"
+        n = len(absent) + len(gone)
+        planned = f"the {n} runs" if n > 1 else "the run"
         return (f"No `{study}` run is recorded yet: {planned} of the paper's own setting this chapter plans "
-                f"{'are' if len(absent) > 1 else 'is'} still to come.")
+                f"{'are' if n > 1 else 'is'} still to come" + (" or diverged." if gone else ".") + broke)
     p = get_profile(records.profile.iloc[0])
     values, (sweep, rest) = paper_values(), split(records)
     runs = pd.concat([sweep, rest])  # every usable run: a claim about one variant reads all its seeds
@@ -165,48 +169,45 @@ def finding(records: pd.DataFrame, absent: list, study: str | None = "paper-10m"
                    + (f" (mean of {seeds[v]} seeds)" if seeds[v] > 1 else "") for v in CENTRAL_VARIANTS if v in seeds)
     setting = (f"At the paper's own setting (`{p.name}`: {p.training_tokens / 1e6:.3g}M training tokens, trained "
                f"here {scorecard.how_trained(records)}), ")
-    floor = f"against a floor of {float(records.eval_floor.mean()):.3f}"
+    floor = f"{float(records.eval_floor.mean()):.3f}"
     common = list(dict.fromkeys(int(s) for s in seed_order(sweep).seed))
     beyond = beyond_sweep(rest, set(runs.variant))
     if len(records) == 1:
         run = records.iloc[0]
         text = (setting + f"the one run recorded so far, {display_name(run.variant)} seed {run.seed}, ends at "
-                f"{run.final_val_loss:.3f}, {floor}.")
+                f"{run.final_val_loss:.3f}, against a floor of {floor}.")
     elif not len(sweep):
-        text = (setting + "no seed has a run of every variant recorded yet, so none is set beside another"
-                + (f": {beyond}" if beyond else "") + f", {floor}.")
+        text = (setting + f"no seed has a run of every variant recorded yet, so no variant is set beside another. The "
+                f"floor is {floor}" + (f"; {beyond}" if beyond else "") + ".")
     elif len(rest):
         text = (setting + f"the runs of the central sweep ({plural('seed', len(common))} {listing(map(str, common))}, "
-                f"at which every variant has a run) end with {ends}, {floor}; {beyond}.")
+                f"at which every variant has a run) end with {ends}, against a floor of {floor}; {beyond}.")
     else:
-        text = setting + f"the runs end with {ends}, {floor}."
+        text = setting + f"the runs end with {ends}, against a floor of {floor}."
     said = []  # one sentence a variant, in the order the ends above are listed
-    if "full" in seeds:
-        best = means.loc["full", "best_val_loss"]
-        rise = means.loc["full", "final_val_loss"] - best
+    of = {v: runs[runs.variant == v] for v in CENTRAL_VARIANTS}
+    mine = {v: sweep[sweep.variant == v] for v in CENTRAL_VARIANTS}  # as the table and the comparisons read them
+    full = mine["full"] if len(mine["full"]) else of["full"]
+    if len(full):
+        best = full.best_val_loss.mean()
+        rise = full.final_val_loss.mean() - best
         gap = round(best - NANOGPT_BEST, 3)  # against nanoGPT's four decimals as they are, not rounded to three
         than = "level with" if not gap else f"{abs(gap):.3f} {'above' if gap > 0 else 'below'}"
-        said.append(f"Full's best loss is {best:.4f}, {than} the best of {NANOGPT_BEST} that nanoGPT publishes for "
-                    "its `shakespeare_char` run, the recipe this setting follows"
+        over = over_sweep(of["full"], mine["full"])[1]
+        said.append(f"Full's best loss{f' {over}' if over else ''} is {best:.4f}, {than} the best of {NANOGPT_BEST} "
+                    "that nanoGPT publishes for its `shakespeare_char` run, the recipe this setting follows"
                     + (f"; its validation loss then rises as it overfits, ending {rise:.3f} nats above its best"
                        if rise > OVERFIT else ""))
-    of = {v: runs[runs.variant == v] for v in CENTRAL_VARIANTS}
     if len(of["attn_only"]):
-        said.append(_attn_sentence(of["attn_only"], values, lone=len(records) == 1,
-                                   compared=sweep[sweep.variant == "attn_only"]))
+        said.append(_attn_sentence(of["attn_only"], values, lone=len(records) == 1, compared=mine["attn_only"]))
     if len(of["ffn_only"]):
-        said.append(_ffn_sentence(of["ffn_only"], values))
+        said.append(_ffn_sentence(of["ffn_only"], values, mine["ffn_only"]))
     if len(of["no_residual"]):
-        said.append(_no_residual_sentence(of["no_residual"], values))
-    text += "".join(f" {sentence}." for sentence in said)
-    bad = records.attrs.get("diverged") or []
-    if bad:
-        text += (f" {in_words(len(bad)).capitalize()} {plural('run', len(bad))} diverged and "
-                 f"{'is' if len(bad) == 1 else 'are'} in no figure here: {listing(bad)}.")
+        said.append(_no_residual_sentence(of["no_residual"], values, mine["no_residual"]))
+    text += "".join(f" {sentence}." for sentence in said) + broke
     if absent:
         text += f" Still to come: {still_to_come(absent)}."
-    text += outside_sweep(records, absent)
-    return text
+    return text + outside_sweep(records, absent, gone)
 
 
 def mean_curves(records: pd.DataFrame, stand_in: pd.DataFrame) -> pd.DataFrame:

@@ -26,6 +26,22 @@ def seed_order(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.iloc[key.argsort(kind="stable")]
 
 
+def over_sweep(runs: pd.DataFrame, compared: pd.DataFrame | None) -> tuple[float, str]:
+    """The mean final loss a sentence sets beside the paper's, and how it is said: over
+    ``compared`` (a variant's runs in the central sweep, as the table and the scorecard's
+    comparisons read them) where those are fewer than ``runs`` (all of the variant's runs), with
+    "over the central sweep (seed 1337)" to say so; over ``runs`` otherwise, said as before."""
+    if compared is None or not len(compared) or len(compared) >= len(runs):
+        return float(runs.final_val_loss.mean()), ""
+    common = [int(s) for s in seed_order(compared).seed]
+    return float(compared.final_val_loss.mean()), f"over the central sweep ({plural('seed', len(common))} {listing(common)})"
+
+
+def _every(runs: pd.DataFrame) -> str:
+    """" in every seed (1337 and 42)", or nothing for one run."""
+    return f" in every seed ({listing(int(s) for s in seed_order(runs).seed)})" if len(runs) > 1 else ""
+
+
 def _than(x: float, reference: float) -> str:
     """``x`` against ``reference`` in words: "0.030 above", "0.012 below" or, equal at three
     decimals, "level with"."""
@@ -43,15 +59,17 @@ def status(loss: float, floor: float) -> str:
     return "recovered" if gap > scorecard.RECOVERY_MARGIN else ("between" if gap > 0 else "above")
 
 
-def _ffn_sentence(ffn: pd.DataFrame, values: pd.DataFrame) -> str:
+def _ffn_sentence(ffn: pd.DataFrame, values: pd.DataFrame, compared: pd.DataFrame | None = None) -> str:
+    """FFNOnly's collapse, seed by seed over every seed of ``ffn``, and its distance from the
+    paper's value (:func:`over_sweep`: over ``compared``, its runs in the central sweep)."""
     states = [status(x, f) for x, f in zip(ffn.final_val_loss, ffn.eval_floor)]
     gaps = ffn.eval_floor - ffn.final_val_loss
     paper_value = values.loc["ffn_only", "value"]
     if all(s == "floor" for s in states):
-        every = " in every seed" if len(ffn) > 1 else ""
-        off = _than(ffn.final_val_loss.mean(), paper_value)
-        return (f"FFNOnly stays at the floor{every}, as in the paper's collapse, ending {off} the "
-                f"paper's {values.loc['ffn_only', 'text']}")
+        mean, over = over_sweep(ffn, compared)
+        off = _than(mean, paper_value)
+        return (f"FFNOnly stays at the floor{_every(ffn)}, as in the paper's collapse" +
+                (f"; {over} it ends {off}" if over else f", ending {off}") + f" the paper's {values.loc['ffn_only', 'text']}")
     off = [(int(s), g, st) for s, g, st in zip(ffn.seed, gaps, states) if st != "floor"]
     parts = listing(f"seed {s} ends {abs(g):.3f} {'below' if g > 0 else 'above'} the floor" for s, g, _ in off)
     kept = len(ffn) - len(off)
@@ -63,13 +81,15 @@ def _ffn_sentence(ffn: pd.DataFrame, values: pd.DataFrame) -> str:
     return lead + parts + f", so the paper's collapse at {values.loc['ffn_only', 'text']} does not hold here"
 
 
-def _no_residual_sentence(runs: pd.DataFrame, values: pd.DataFrame) -> str:
-    """NoResidual against the floor and the paper's anchor (its 3.356, at the paper's floor)."""
+def _no_residual_sentence(runs: pd.DataFrame, values: pd.DataFrame, compared: pd.DataFrame | None = None) -> str:
+    """NoResidual against the floor (every seed of ``runs``) and the paper's anchor (its 3.356,
+    at the paper's floor; :func:`over_sweep`)."""
     paper_value = values.loc["no_residual", "value"]
     states = [status(x, f) for x, f in zip(runs.final_val_loss, runs.eval_floor)]
     if all(st == "floor" for st in states):
-        every = " in every seed" if len(runs) > 1 else ""
-        return f"NoResidual ends at the floor{every}, {_than(runs.final_val_loss.mean(), paper_value)} the paper's {paper_value:.3f}"
+        mean, over = over_sweep(runs, compared)
+        return (f"NoResidual ends at the floor{_every(runs)}" + (f"; {over} it ends" if over else ",")
+                + f" {_than(mean, paper_value)} the paper's {paper_value:.3f}")
     off = [(int(s), f - x) for s, x, f, st in zip(runs.seed, runs.final_val_loss, runs.eval_floor, states) if st != "floor"]
     parts = listing(f"seed {s} ends {abs(g):.3f} {'below' if g > 0 else 'above'} the floor" for s, g in off)
     kept = len(runs) - len(off)
@@ -94,12 +114,9 @@ def _attn_sentence(attn: pd.DataFrame, values: pd.DataFrame, lone: bool = False,
     paper_value = values.loc["attn_only", "value"]
     n, mean = len(attn), attn.final_val_loss.mean()
     if all(s == "recovered" for s in states):
-        who = "AttnOnly recovers in every seed" if n > 1 else "It recovers" if lone else "AttnOnly's one seed recovers"
-        if compared is not None and len(compared) and len(compared) < n:
-            common = [int(s) for s in seed_order(compared).seed]
-            who = (f"AttnOnly recovers in every seed ({listing(int(s) for s in seed_order(attn).seed)}); over the "
-                   f"central sweep ({plural('seed', len(common))} {listing(common)}) it")
-            mean = compared.final_val_loss.mean()
+        who = f"AttnOnly recovers{_every(attn)}" if n > 1 else "It recovers" if lone else "AttnOnly's one seed recovers"
+        mean, over = over_sweep(attn, compared)
+        who += f"; {over} it" if over else ""
         rel, tol, off = abs(mean - paper_value) / paper_value, scorecard.REL_TOL, _than(mean, paper_value)
         band = f" ({rel:.1%} of it, {'within' if rel <= tol else 'outside'} the {tol:.0%} the scorecard counts as agreeing"
         spread = values.loc["attn_only", "std"]
@@ -123,7 +140,7 @@ def _attn_sentence(attn: pd.DataFrame, values: pd.DataFrame, lone: bool = False,
             f"where the paper reports recovery in every seed at {paper_value:.3f}")
 
 
-def beyond_sweep(rest: pd.DataFrame, variants, table: bool = False) -> str:
+def beyond_sweep(rest: pd.DataFrame, variants=(), table: bool = False) -> str:
     """The runs of ``rest``, those at seeds outside the central sweep (seeds that lack one of
     ``variants``, the central variants recorded), with each run's final loss. Under the comparison
     table (``table``), which leaves them out, sentences with each run's best and its place against
@@ -151,10 +168,11 @@ def beyond_sweep(rest: pd.DataFrame, variants, table: bool = False) -> str:
         gap = r.eval_floor - r.final_val_loss
         where = ("at the floor" if status(r.final_val_loss, r.eval_floor) == "floor"
                  else f"{abs(gap):.3f} {'below' if gap > 0 else 'above'} the floor")
-        return f"{name} {'ends ' if i == 0 else ''}at {r.final_val_loss:.3f} (best {r.best_val_loss:.3f}, {where})"
+        best = f" (best {r.best_val_loss:.3f})" if f"{r.best_val_loss:.3f}" != f"{r.final_val_loss:.3f}" else ""
+        return f"{name} {'ends ' if i == 0 else ''}at {r.final_val_loss:.3f}, {where}{best}"
 
     runs = listing(run(i, r) for i, r in enumerate(rest.itertuples()))
     which = f"{plural('seed', len(seeds))} {listing(str(s) for s in seeds)}"
     return (f"The table leaves out {which}, outside the central sweep (the seeds at which every variant has a "
-            "run), so that each row averages over the same seeds, as the scorecard does. "
+            "run), so that every row reads the same seeds, as the scorecard's comparisons do. "
             + (f"There {runs}." if one else f"{runs}."))

@@ -67,13 +67,15 @@ def cost(records: pd.DataFrame, study: str | None = "paper-10m") -> str:
             f"time {its} processes ran, and trained at {rate:,.0f} tokens/s)")
 
 
-def outside_sweep(records: pd.DataFrame, absent: list) -> str:
+def outside_sweep(records: pd.DataFrame, absent: list, diverged: list = ()) -> str:
     """A sentence on the seeds this chapter queues without every variant: the scorecard compares
     variants over the central sweep, the seeds at which every variant recorded has a run
     (:func:`residual_lib.study.sections.sweep_seeds`), so until the others are recorded there
-    (chapter 6 plans them), such a seed counts only for the claims about one variant's seeds; each
-    seed with the variants it lacks, seeds that lack the same ones said together; or nothing."""
-    have = {(v, int(s)) for v, s in zip(records.variant, records.seed)} | {(run.variant, run.seed) for run in absent}
+    (chapter 6 plans them), such a seed counts only for the claims that read every seed of one variant; each
+    seed with the variants it lacks, seeds that lack the same ones said together; or nothing.
+    ``diverged``: the (variant, seed) of runs the chapter queued that diverged, queued all the same."""
+    have = ({(v, int(s)) for v, s in zip(records.variant, records.seed)} | {(run.variant, run.seed) for run in absent}
+            | {(v, int(s)) for v, s in diverged})
     full = sweep_seeds(pd.DataFrame(sorted(have), columns=["variant", "seed"]))  # the scorecard's own selection
     order = {s: i for i, s in enumerate(PAPER_SEEDS)}  # as the plan queues them
     seeds = sorted({s for _, s in have} - set(full), key=lambda s: (order.get(s, len(order)), s))
@@ -86,6 +88,7 @@ def outside_sweep(records: pd.DataFrame, absent: list) -> str:
     which = ", nor ".join(f"{listing(display_name(v) for v in group)} at {plural('seed', len(at))} "
                           f"{listing(map(str, at))}" for group, at in lacks.items())
     return (f" Chapter 12 does not queue {which} (chapter 6 plans them). Until they are recorded there, "
-            f"{'that seed counts' if len(seeds) == 1 else 'those seeds count'} for the claims about one variant's seeds, "
-            "such as FFNOnly's collapse in every seed, and for no comparison between variants: the scorecard compares "
-            "variants only over the seeds at which every variant has a run.")
+            f"{'that seed counts' if len(seeds) == 1 else 'those seeds count'} for the claims that read every seed of "
+            "one variant, such as whether FFNOnly collapses in every seed and whether block 0 is starved, and for no "
+            "comparison between variants: the scorecard compares variants only over the seeds at which every variant "
+            "has a run.")

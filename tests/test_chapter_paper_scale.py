@@ -196,11 +196,38 @@ def test_a_diverged_run_is_named_and_still_counts_as_queued():
             "(seed 1337) it ends 0.001 below the paper's 3.350") in text  # the seeds that finished
     assert " FFNOnly seed 123 diverged (a non-finite loss) and is left out of every number here." in text
     assert "Chapter 12 does not queue Full and NoResidual at seeds 42 and 123 (chapter 6 plans them)." in text
+    # a variant whose only run diverged is one the other seeds lack, and the sweep is said of the variants that finished
+    lost = pd.concat([_frame(attn_only=1.52, ffn_only=3.35, no_residual=3.35), _frame((42,), attn_only=1.6, ffn_only=3.34)],
+                     ignore_index=True)
+    lost.attrs["diverged_runs"] = [("full", 1337)]
+    text = chapter.finding(lost, [])
+    assert "(seed 1337, at which every variant that finished a run has one)" in text
+    assert "; at seed 42, which lacks Full and NoResidual, AttnOnly ends at 1.600" in text
+    one = _frame(full=1.72)
+    one.attrs["diverged_runs"] = [("attn_only", 1337)]
+    assert "the one run finished so far, Full seed 1337, ends at 1.720" in chapter.finding(one, [])
     none = _frame().head(0)
     none.attrs["diverged_runs"] = [("attn_only", 1337)]
     assert chapter.finding(none, plan("12_paper_scale", "cpu")[1:]) == (
-        "No `paper-10m` run is recorded yet: the 8 runs of the paper's own setting this chapter plans are still to come "
+        "No `paper-10m` run has finished yet: the 8 runs of the paper's own setting this chapter plans are still to come "
         "or diverged. AttnOnly seed 1337 diverged (a non-finite loss) and is left out of every number here.")
+
+
+def test_the_ladder_says_which_seeds_a_column_leaves_out():
+    frame = pd.concat([_frame(attn_only=1.52, full=1.7), _frame((42,), attn_only=1.6), _frame((123,), attn_only=1.61)],
+                      ignore_index=True)
+    assert ladder._left_out(frame, {"paper-10m": central_sweep(frame)}) == (
+        " The `paper-10m` column reads its central sweep (seed 1337), the seeds at which every variant has a run, and "
+        "leaves out seeds 42 and 123, at which not every variant has one.")  # in the order the plans queue them
+    apart = pd.concat([_frame(attn_only=1.52), _frame((42,), ffn_only=3.34)], ignore_index=True)
+    assert ladder._left_out(apart, {"paper-10m": central_sweep(apart)}) == (
+        " The `paper-10m` column is empty: no seed has a run of every variant there yet (its runs are at seeds 1337 "
+        "and 42).")
+    assert ladder._left_out(frame[frame.seed == 1337], {"paper-10m": frame[frame.seed == 1337]}) == ""
+    # Full at two seeds and no sweep: its best is said to be a mean
+    two = pd.concat([_frame(full=1.72), _frame((42,), full=1.70), _frame((42,), attn_only=1.5).assign(seed=7)],
+                    ignore_index=True)
+    assert "Full's best loss (mean of its 2 seeds) is 1.6900" in chapter.finding(two, [])
 
 
 def test_a_collapse_or_a_recovery_that_holds_in_some_seeds_only_is_named_seed_by_seed():

@@ -9,6 +9,7 @@ import pandas as pd
 
 from ...run.architecture import CENTRAL_VARIANTS
 from ...run.profiles import PAPER_SCALE, get_profile
+from ...run.runs import PAPER_SEEDS
 from ...study import scaling
 from ...study.frames import profile_input_blind_line, usable
 from ...study.sections import central_sweep, controlled
@@ -254,9 +255,14 @@ def _left_out(every_run: pd.DataFrame, sides: dict) -> str:
     text = ""
     for name, sweep in sides.items():
         runs = controlled(usable(every_run[every_run.profile == name])) if len(every_run) else every_run
-        other = sorted({int(s) for s in runs.seed} - {int(s) for s in sweep.seed}) if len(runs) else []
-        if other:
-            kept = sorted({int(s) for s in sweep.seed})
+        order = {s: i for i, s in enumerate(PAPER_SEEDS)}  # as the plans queue them
+        seeds = sorted({int(s) for s in runs.seed}, key=lambda s: (order.get(s, len(order)), s)) if len(runs) else []
+        kept = [s for s in seeds if s in set(sweep.seed)]
+        other = [s for s in seeds if s not in kept]
+        if other and not kept:
+            text += (f" The `{name}` column is empty: no seed has a run of every variant there yet (its runs are at "
+                     f"{plural('seed', len(other))} {listing(map(str, other))}).")
+        elif other:
             text += (f" The `{name}` column reads its central sweep ({plural('seed', len(kept))} {listing(map(str, kept))}),"
                      f" the seeds at which every variant has a run, and leaves out {plural('seed', len(other))} "
                      f"{listing(map(str, other))}, at which not every variant has one.")

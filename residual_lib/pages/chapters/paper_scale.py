@@ -158,7 +158,7 @@ def finding(records: pd.DataFrame, absent: list, study: str | None = "paper-10m"
     if not len(records):
         n = len(absent) + len(gone)
         planned = f"the {n} runs" if n > 1 else "the run"
-        return (f"No `{study}` run is recorded yet: {planned} of the paper's own setting this chapter plans "
+        return (f"No `{study}` run {'has finished' if gone else 'is recorded'} yet: {planned} of the paper's own setting this chapter plans "
                 f"{'are' if n > 1 else 'is'} still to come" + (" or diverged." if gone else ".") + broke)
     p = get_profile(records.profile.iloc[0])
     values, (sweep, rest) = paper_values(), split(records)
@@ -171,17 +171,20 @@ def finding(records: pd.DataFrame, absent: list, study: str | None = "paper-10m"
                f"here {scorecard.how_trained(records)}), ")
     floor = f"{float(records.eval_floor.mean()):.3f}"
     common = list(dict.fromkeys(int(s) for s in seed_order(sweep).seed))
-    beyond = beyond_sweep(rest, set(runs.variant))
+    beyond = beyond_sweep(rest, set(runs.variant) | {v for v, _ in gone})  # a diverged variant is lacked too
+    every = "every variant that finished a run has one" if gone else "every variant has a run"
     if len(records) == 1:
         run = records.iloc[0]
-        text = (setting + f"the one run recorded so far, {display_name(run.variant)} seed {run.seed}, ends at "
+        text = (setting + f"the one run {'finished' if gone else 'recorded'} so far, {display_name(run.variant)} seed "
+                f"{run.seed}, ends at "
                 f"{run.final_val_loss:.3f}, against a floor of {floor}.")
     elif not len(sweep):
-        text = (setting + f"no seed has a run of every variant recorded yet, so no variant is set beside another. The "
+        text = (setting + f"no seed has a run of every variant {'finished' if gone else 'recorded'} yet, so no variant is "
+                "set beside another. The "
                 f"floor is {floor}" + (f"; {beyond}" if beyond else "") + ".")
     elif len(rest):
         text = (setting + f"the runs of the central sweep ({plural('seed', len(common))} {listing(map(str, common))}, "
-                f"at which every variant has a run) end with {ends}, against a floor of {floor}; {beyond}.")
+                f"at which {every}) end with {ends}, against a floor of {floor}; {beyond}.")
     else:
         text = setting + f"the runs end with {ends}, against a floor of {floor}."
     said = []  # one sentence a variant, in the order the ends above are listed
@@ -193,7 +196,7 @@ def finding(records: pd.DataFrame, absent: list, study: str | None = "paper-10m"
         rise = full.final_val_loss.mean() - best
         gap = round(best - NANOGPT_BEST, 3)  # against nanoGPT's four decimals as they are, not rounded to three
         than = "level with" if not gap else f"{abs(gap):.3f} {'above' if gap > 0 else 'below'}"
-        over = over_sweep(of["full"], mine["full"])[1]
+        over = over_sweep(of["full"], mine["full"])[1] or (f"(mean of its {len(full)} seeds)" if len(full) > 1 else "")
         said.append(f"Full's best loss{f' {over}' if over else ''} is {best:.4f}, {than} the best of {NANOGPT_BEST} "
                     "that nanoGPT publishes for its `shakespeare_char` run, the recipe this setting follows"
                     + (f"; its validation loss then rises as it overfits, ending {rise:.3f} nats above its best"

@@ -70,7 +70,7 @@ none = no_run if not len(records) else Markdown(
 # {glue:md}`paper_scale_about`
 
 # %%
-sweep, outside = chapter.split(records) if len(records) else (records, records)
+sweep, outside = chapter.split(records)
 if len(sweep):
     compared = chapter.comparison(records, stand_in, stand_in_profile)
     display(table(compared, anchor="tab-paper-scale"))

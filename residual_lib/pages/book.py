@@ -30,7 +30,7 @@ from ..core.files import atomic_write
 from ..core.paths import ROOT, results_folder
 from .names import prose_names
 from ..run.profiles import BOOK_PROFILE
-from ..run.runs import RunError
+from ..run.runs import RunError, in_paper_order
 from ..storage.locks import claim_path, release_claim, try_claim
 from ..storage.records import BadRecordsError, quarantine
 from ..study.frames import load_records
@@ -170,7 +170,7 @@ def recorded_seeds(results: Path, profile: str) -> list[int]:
     central = controlled(frame)
     central = central[central.variant.isin(CENTRAL_VARIANTS)]
     complete = central.groupby("seed")["variant"].nunique()
-    ordered = [s for s in PAPER_SEEDS if s in complete.index] + sorted(set(complete.index) - set(PAPER_SEEDS))
+    ordered = in_paper_order(complete.index)
     chosen: list[int] = []
     for seed in (int(s) for s in ordered if complete[s] == len(CENTRAL_VARIANTS)):
         trial = chosen + [seed]

@@ -30,6 +30,15 @@ RECORD_VERSION = 1
 RECORD_NAME = "{variant}_seed{seed}_{key}.json"
 #: The paper's seeds, the default of every section and of ``sweep``.
 PAPER_SEEDS = (1337, 42, 123)
+
+
+def in_paper_order(seeds) -> list[int]:
+    """``seeds`` once each, in the order the plans queue them: the paper's (:data:`PAPER_SEEDS`)
+    first, then any other by value."""
+    rank = {s: i for i, s in enumerate(PAPER_SEEDS)}
+    return sorted({int(s) for s in seeds}, key=lambda s: (rank.get(s, len(rank)), s))
+
+
 EVAL_MODES = ValidationSet.MODES
 #: Largest seed accepted (torch seeds are 64-bit; data-order generators take up to 2^63 - 1).
 MAX_SEED = 2**63 - 1

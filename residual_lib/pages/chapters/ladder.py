@@ -9,7 +9,7 @@ import pandas as pd
 
 from ...run.architecture import CENTRAL_VARIANTS
 from ...run.profiles import PAPER_SCALE, get_profile
-from ...run.runs import PAPER_SEEDS
+from ...run.runs import in_paper_order
 from ...study import scaling
 from ...study.frames import profile_input_blind_line, usable
 from ...study.sections import central_sweep, controlled
@@ -255,8 +255,7 @@ def _left_out(every_run: pd.DataFrame, sides: dict) -> str:
     text = ""
     for name, sweep in sides.items():
         runs = controlled(usable(every_run[every_run.profile == name])) if len(every_run) else every_run
-        order = {s: i for i, s in enumerate(PAPER_SEEDS)}  # as the plans queue them
-        seeds = sorted({int(s) for s in runs.seed}, key=lambda s: (order.get(s, len(order)), s)) if len(runs) else []
+        seeds = in_paper_order(runs.seed) if len(runs) else []
         kept = [s for s in seeds if s in set(sweep.seed)]
         other = [s for s in seeds if s not in kept]
         if other and not kept:

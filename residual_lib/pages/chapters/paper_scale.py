@@ -117,6 +117,8 @@ def split(records: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     variants on this page reads so that each variant is averaged over the same seeds, and the
     usable controlled runs at the other seeds (a seed queued for AttnOnly and FFNOnly alone),
     said on their own."""
+    if not len(records):
+        return records, records
     sweep = central_sweep(records)
     runs = controlled(usable(records))
     return sweep, runs[~runs.seed.isin(set(sweep.seed))]

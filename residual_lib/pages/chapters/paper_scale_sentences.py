@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...run.architecture import CENTRAL_VARIANTS
-from ...run.runs import PAPER_SEEDS
+from ...run.runs import in_paper_order
 from ...study import paper
 from .. import scorecard
 from ..names import display_name
@@ -20,9 +20,9 @@ def seed_order(frame: pd.DataFrame) -> pd.DataFrame:
     within a seed, in the order of the central variants."""
     if not len(frame):
         return frame
-    seeds = {s: i for i, s in enumerate(PAPER_SEEDS)}
+    seeds = {s: i for i, s in enumerate(in_paper_order(frame.seed))}
     variants = {v: i for i, v in enumerate(CENTRAL_VARIANTS)}
-    key = frame.seed.map(lambda s: seeds.get(s, len(seeds) + s)) * 100 + frame.variant.map(variants).fillna(99)
+    key = frame.seed.map(lambda s: seeds[int(s)]) * 100 + frame.variant.map(variants).fillna(99)
     return frame.iloc[key.argsort(kind="stable")]
 
 

@@ -8,7 +8,7 @@ import pandas as pd
 from ...core.text import in_words
 from ...run.architecture import CENTRAL_VARIANTS
 from ...run.profiles import PROFILES, get_profile
-from ...run.runs import PAPER_SEEDS
+from ...run.runs import in_paper_order
 from ...study.sections import sweep_seeds
 from ..names import display_name
 from ..tables import listing, plural
@@ -77,8 +77,7 @@ def outside_sweep(records: pd.DataFrame, absent: list, diverged: list = ()) -> s
     have = ({(v, int(s)) for v, s in zip(records.variant, records.seed)} | {(run.variant, run.seed) for run in absent}
             | {(v, int(s)) for v, s in diverged})
     full = sweep_seeds(pd.DataFrame(sorted(have), columns=["variant", "seed"]))  # the scorecard's own selection
-    order = {s: i for i, s in enumerate(PAPER_SEEDS)}  # as the plan queues them
-    seeds = sorted({s for _, s in have} - set(full), key=lambda s: (order.get(s, len(order)), s))
+    seeds = in_paper_order({s for _, s in have} - set(full))
     recorded = [v for v in CENTRAL_VARIANTS if any(w == v for w, _ in have)]
     lacks: dict[tuple, list[int]] = {}  # the variants a seed lacks: the seeds that lack just those
     for seed in seeds:
